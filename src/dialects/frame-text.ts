@@ -1,0 +1,18 @@
+import { encodeSseEvent } from '../wire/sse-encoder.ts';
+import type { DialectEncoder } from './dialect.ts';
+
+/**
+ * Frames one encoded payload as wire text: an SSE event (optionally with an `id:`), the legacy
+ * llama-server `error:` line, or an NDJSON line.
+ */
+export function frameText(
+  encoder: Pick<DialectEncoder, 'framing' | 'sseSpace'>,
+  data: string,
+  kind?: 'legacy-error-field',
+  id?: string,
+): string {
+  if (encoder.framing === 'ndjson') return `${data}\n`;
+  if (kind === 'legacy-error-field') return `error: ${data}\n\n`;
+  if (id === undefined) return encoder.sseSpace ? `data: ${data}\n\n` : `data:${data}\n\n`;
+  return encodeSseEvent({ data, id }, { space: encoder.sseSpace });
+}

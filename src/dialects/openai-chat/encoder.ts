@@ -1,0 +1,372 @@
+import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
+import type { Timings, Usage } from '../../events/usage.ts';
+import { goJsonStringify } from '../../wire/go-json.ts';
+import { pythonJsonDumps } from '../../wire/python-json.ts';
+import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
+import type { JsonRecord } from '../shared/json-fields.ts';
+import { llamacppTimingsObject } from '../shared/llamacpp-timings.ts';
+import { openAiFinishWord } from '../shared/openai-finish.ts';
+import { openAiUsageObject } from '../shared/openai-usage.ts';
+import { randomAlphanumeric, randomHex } from '../shared/random-id.ts';
+
+/**
+ * Which server's `chat.completion.chunk` stream to write. Each differs in key order, the role chunk,
+ * what a finish chunk holds, where usage and timings go, and the mid-stream error shape
+ * (wire-formats.md §3, §4.3, §5.3, §6.4).
+ */
+export type OpenAiChatFlavor = 'vllm' | 'llamacpp' | 'llamacpp-legacy' | 'tgi' | 'ollama' | 'ollama-legacy';
+
+export const OPENAI_CHAT_FLAVORS: readonly OpenAiChatFlavor[] = [
+  'vllm',
+  'llamacpp',
+  'llamacpp-legacy',
+  'tgi',
+  'ollama',
+  'ollama-legacy',
+];
+
+export class OpenAiChatEncoder implements DialectEncoder {
+  readonly framing = 'sse' as const;
+  readonly sseSpace = true;
+  readonly #flavor: OpenAiChatFlavor;
+  readonly #includeUsage: boolean;
+  readonly #now: () => number;
+  readonly #stringify: (value: unknown) => string;
+  #id: string | undefined;
+  #model: string | undefined;
+  #created: number | undefined;
+  #fingerprint: string | undefined;
+  #roleSent = false;
+  #finish: FinishEvent | undefined;
+  #usage: Usage | undefined;
+  #timings: Timings | undefined;
+  readonly #streamedTools = new Set<number>();
+  #toolCalls = 0;
+
+  constructor(options: EncoderOptions = {}) {
+    this.#flavor = (options.flavor ?? 'vllm') as OpenAiChatFlavor;
+    this.#includeUsage = options.includeUsage === true;
+    this.#now = options.now ?? Date.now;
+    this.#id = options.id;
+    this.#model = options.model;
+    this.#created = options.created;
+    this.#stringify = this.#flavor.startsWith('ollama') ? goJsonStringify : JSON.stringify;
+  }
+
+  event(event: StreamEvent, sink: FrameSink): void {
+    switch (event.type) {
+      case 'start':
+        this.#id ??= event.id;
+        this.#model ??= event.model;
+        this.#created ??= event.created;
+        this.#fingerprint ??= event.systemFingerprint;
+        if (this.#flavor === 'vllm' || this.#flavor.startsWith('llamacpp')) this.#role(sink);
+        return;
+      case 'text':
+        this.#content({ content: event.text }, sink);
+        return;
+      case 'reasoning':
+        if (this.#flavor === 'tgi') return; // TGI's chat stream has no reasoning field
+        this.#content(
+          this.#flavor.startsWith('llamacpp')
+            ? { reasoning_content: event.text }
+            : this.#reasoning(event.text),
+          sink,
+        );
+        return;
+      case 'tool-call-delta':
+        if (this.#flavor.startsWith('ollama')) return; // Ollama sends whole calls only
+        this.#streamedTools.add(event.index);
+        this.#toolCalls += 1;
+        this.#content(
+          { tool_calls: [this.#toolFragment(event.index, event.id, event.name, event.argumentsDelta)] },
+          sink,
+        );
+        return;
+      case 'tool-call':
+        if (this.#streamedTools.has(event.index)) return;
+        this.#toolCalls += 1;
+        if (this.#flavor.startsWith('ollama')) {
+          const call = {
+            id: event.id,
+            index: event.index,
+            type: 'function',
+            function: { name: event.name, arguments: event.arguments },
+          };
+          this.#content({ content: '', tool_calls: [call] }, sink);
+        } else {
+          this.#content(
+            { tool_calls: [this.#toolFragment(event.index, event.id, event.name, event.arguments)] },
+            sink,
+          );
+        }
+        return;
+      case 'finish':
+        this.#finish = event;
+        return;
+      case 'usage':
+        this.#usage = { ...this.#usage, ...event.usage };
+        return;
+      case 'timings':
+        this.#timings = event.timings;
+        return;
+      case 'error':
+        this.error(event, sink);
+        return;
+    }
+  }
+
+  end(sink: FrameSink): void {
+    const finish = this.#finish;
+    const usage = this.#includeUsage ? this.#usage : undefined;
+    const timings = this.#flavor.startsWith('llamacpp') ? this.#timings : undefined;
+    if (finish !== undefined) {
+      // An answer with no content still opens with the role chunk on these servers.
+      if (this.#flavor === 'vllm' || this.#flavor.startsWith('llamacpp')) this.#role(sink);
+      const chunk = this.#finishChunk(finish);
+      if (chunk !== undefined) {
+        if (usage === undefined && timings !== undefined) chunk.timings = llamacppTimingsObject(timings);
+        sink(this.#stringify(chunk));
+      }
+    }
+    if (usage !== undefined) {
+      const chunk = this.#envelope([]);
+      chunk.usage = openAiUsageObject(usage, this.#usageOrder());
+      if (timings !== undefined) chunk.timings = llamacppTimingsObject(timings);
+      sink(this.#stringify(chunk));
+    }
+    sink('[DONE]');
+  }
+
+  error(error: MidStreamError, sink: FrameSink): void {
+    const status = error.status ?? 500;
+    switch (this.#flavor) {
+      case 'vllm':
+        sink(
+          pythonJsonDumps({
+            error: {
+              message: error.message,
+              type: error.errorType ?? vllmErrorType(status),
+              param: null,
+              code: status,
+            },
+          }),
+        );
+        sink('[DONE]');
+        return;
+      case 'llamacpp':
+        sink(
+          JSON.stringify({
+            error: { code: status, message: error.message, type: error.errorType ?? 'server_error' },
+          }),
+        );
+        return;
+      case 'llamacpp-legacy':
+        sink(
+          JSON.stringify({ code: status, message: error.message, type: error.errorType ?? 'server_error' }),
+          'legacy-error-field',
+        );
+        sink('[DONE]');
+        return;
+      case 'tgi':
+        sink(JSON.stringify({ error: { message: error.message, http_status_code: 422 } }));
+        sink('[DONE]');
+        return;
+      case 'ollama':
+      case 'ollama-legacy': {
+        // Ollama's OpenAI layer has no mid-stream error: the error line becomes an empty chunk with
+        // `model: ""`, then the stream ends without a finish or `[DONE]` (wire-formats.md §6.4).
+        const chunk = this.#envelope([{ index: 0, delta: { content: '' }, finish_reason: null }]);
+        chunk.model = '';
+        sink(this.#stringify(chunk));
+        return;
+      }
+    }
+  }
+
+  #role(sink: FrameSink): void {
+    if (this.#roleSent) return;
+    this.#roleSent = true;
+    if (this.#flavor === 'vllm') {
+      const chunk = this.#envelope([
+        { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
+      ]);
+      chunk.prompt_token_ids = null;
+      sink(this.#stringify(chunk));
+    } else {
+      sink(
+        this.#stringify(
+          this.#envelope([{ finish_reason: null, index: 0, delta: { role: 'assistant', content: null } }]),
+        ),
+      );
+    }
+  }
+
+  #reasoning(text: string): JsonRecord {
+    return this.#flavor.startsWith('ollama') ? { content: '', reasoning: text } : { reasoning: text };
+  }
+
+  #content(delta: JsonRecord, sink: FrameSink): void {
+    switch (this.#flavor) {
+      case 'vllm':
+        this.#role(sink);
+        sink(
+          this.#stringify(
+            this.#envelope([{ index: 0, delta, logprobs: null, finish_reason: null, token_ids: null }]),
+          ),
+        );
+        return;
+      case 'llamacpp':
+      case 'llamacpp-legacy':
+        this.#role(sink);
+        sink(this.#stringify(this.#envelope([{ finish_reason: null, index: 0, delta }])));
+        return;
+      case 'tgi':
+        sink(
+          this.#stringify(
+            this.#envelope([
+              { index: 0, delta: { role: 'assistant', ...delta }, logprobs: null, finish_reason: null },
+            ]),
+          ),
+        );
+        return;
+      case 'ollama': {
+        const first = !this.#roleSent;
+        this.#roleSent = true;
+        sink(
+          this.#stringify(
+            this.#envelope([
+              { index: 0, delta: first ? { role: 'assistant', ...delta } : delta, finish_reason: null },
+            ]),
+          ),
+        );
+        return;
+      }
+      case 'ollama-legacy':
+        sink(
+          this.#stringify(
+            this.#envelope([
+              { index: 0, delta: { role: 'assistant', content: '', ...delta }, finish_reason: null },
+            ]),
+          ),
+        );
+        return;
+    }
+  }
+
+  #toolFragment(index: number, id: string | undefined, name: string | undefined, args: string): JsonRecord {
+    const first = name !== undefined || id !== undefined;
+    switch (this.#flavor) {
+      case 'vllm': {
+        if (!first) return { index, function: { arguments: args } };
+        const fn: JsonRecord = { name: name ?? '' };
+        if (args !== '') fn.arguments = args;
+        return { id: id ?? `chatcmpl-tool-${randomHex(32)}`, type: 'function', index, function: fn };
+      }
+      case 'tgi':
+        return {
+          index,
+          id: id ?? String(index),
+          type: 'function',
+          function: { name: name ?? null, arguments: args },
+        };
+      default:
+        if (!first) return { index, function: { arguments: args } };
+        return {
+          index,
+          id: id ?? randomAlphanumeric(32),
+          type: 'function',
+          function: { name: name ?? '', arguments: args },
+        };
+    }
+  }
+
+  #finishChunk(finish: FinishEvent): JsonRecord | undefined {
+    let word = openAiFinishWord(finish);
+    switch (this.#flavor) {
+      case 'vllm': {
+        const choice: JsonRecord = {
+          index: 0,
+          delta: { content: '' },
+          logprobs: null,
+          finish_reason: word,
+          stop_reason: finish.stopSequence ?? null,
+          token_ids: null,
+        };
+        return this.#envelope([choice]);
+      }
+      case 'llamacpp':
+      case 'llamacpp-legacy':
+        return this.#envelope([{ finish_reason: word, index: 0, delta: {} }]);
+      case 'tgi':
+        // TGI passes `stop_sequence` through unmapped, and ends tool-call streams with no finish chunk.
+        if (finish.reason === 'tool-calls') return undefined;
+        if (finish.raw === 'stop_sequence') word = 'stop_sequence';
+        return this.#envelope([
+          { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: word },
+        ]);
+      case 'ollama':
+        if (word === 'stop' && this.#toolCalls > 0) word = 'tool_calls';
+        return this.#envelope([{ index: 0, delta: {}, finish_reason: word }]);
+      case 'ollama-legacy':
+        if (this.#toolCalls > 0 && word !== 'length') word = 'tool_calls';
+        return this.#envelope([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: word }]);
+    }
+  }
+
+  #usageOrder(): 'vllm' | 'llamacpp' | 'standard' {
+    if (this.#flavor === 'vllm') return 'vllm';
+    if (this.#flavor.startsWith('llamacpp')) return 'llamacpp';
+    return 'standard';
+  }
+
+  /** The chunk object around `choices`, with each server's key order. */
+  #envelope(choices: JsonRecord[]): JsonRecord {
+    const created = this.#created ?? Math.floor(this.#now() / 1000);
+    this.#created = created;
+    const model = this.#model ?? 'unknown';
+    switch (this.#flavor) {
+      case 'vllm':
+        this.#id ??= `chatcmpl-${randomHex(16)}`;
+        return { id: this.#id, object: 'chat.completion.chunk', created, model, choices };
+      case 'llamacpp':
+      case 'llamacpp-legacy':
+        this.#id ??= `chatcmpl-${randomAlphanumeric(32)}`;
+        return {
+          choices,
+          created,
+          id: this.#id,
+          model,
+          system_fingerprint: this.#fingerprint ?? 'b7900-tokenwire',
+          object: 'chat.completion.chunk',
+        };
+      case 'tgi':
+        return {
+          object: 'chat.completion.chunk',
+          id: '',
+          created,
+          model,
+          system_fingerprint: this.#fingerprint ?? '3.3.6-native',
+          choices,
+          usage: null,
+        };
+      case 'ollama':
+      case 'ollama-legacy':
+        this.#id ??= `chatcmpl-${Math.floor(Math.random() * 999)}`;
+        return {
+          id: this.#id,
+          object: 'chat.completion.chunk',
+          created: this.#flavor === 'ollama-legacy' ? Math.floor(this.#now() / 1000) : created,
+          model,
+          system_fingerprint: 'fp_ollama',
+          choices,
+        };
+    }
+  }
+}
+
+function vllmErrorType(status: number): string {
+  if (status === 400) return 'BadRequestError';
+  if (status === 404) return 'NotFoundError';
+  return 'InternalServerError';
+}

@@ -1,0 +1,45 @@
+import type { DetectProbe, Dialect, DialectId } from './dialect.ts';
+import { openAiChat } from './openai-chat/index.ts';
+
+/** Every dialect, by id. Adding a dialect means writing its folder and adding it here. */
+export const DIALECTS: Readonly<Record<string, Dialect>> = {
+  'openai-chat': openAiChat,
+};
+
+export function getDialect(id: DialectId | string): Dialect {
+  const dialect = DIALECTS[id];
+  if (dialect === undefined) {
+    throw new TypeError(`unknown dialect ${JSON.stringify(id)}; known: ${Object.keys(DIALECTS).join(', ')}`);
+  }
+  return dialect;
+}
+
+export function isDialectId(value: string): value is DialectId {
+  return Object.hasOwn(DIALECTS, value);
+}
+
+/** The dialect whose endpoint path this is (the end of the path is matched, so proxies' prefixes work). */
+export function dialectForPath(path: string): Dialect | undefined {
+  const clean = path.replace(/\/+$/, '');
+  let best: Dialect | undefined;
+  let bestLength = 0;
+  for (const dialect of Object.values(DIALECTS)) {
+    for (const candidate of dialect.paths) {
+      if ((clean === candidate || clean.endsWith(candidate)) && candidate.length > bestLength) {
+        best = dialect;
+        bestLength = candidate.length;
+      }
+    }
+  }
+  return best;
+}
+
+/** The dialect that best matches what was seen, with its score; undefined when nothing matches. */
+export function detectDialect(probe: DetectProbe): { dialect: Dialect; score: number } | undefined {
+  let best: { dialect: Dialect; score: number } | undefined;
+  for (const dialect of Object.values(DIALECTS)) {
+    const score = dialect.detect(probe);
+    if (score > 0 && (best === undefined || score > best.score)) best = { dialect, score };
+  }
+  return best;
+}

@@ -1,0 +1,68 @@
+/**
+ * The normalized request: what a client asks for, independent of the dialect that carries it. Each
+ * dialect maps it to and from its own body; fields a dialect does not know travel in `extra`.
+ */
+export interface ChatRequest {
+  model?: string | undefined;
+  /** Chat turns. Completion-style dialects receive them rendered as a prompt. */
+  messages?: ChatMessage[] | undefined;
+  /** A raw prompt (completion-style requests). Chat dialects receive it as one user message. */
+  prompt?: string | undefined;
+  /** The output cap: `max_tokens`, `max_completion_tokens`, `num_predict`, `n_predict`, `max_new_tokens`. */
+  maxTokens?: number | undefined;
+  temperature?: number | undefined;
+  topP?: number | undefined;
+  topK?: number | undefined;
+  seed?: number | undefined;
+  stop?: string[] | undefined;
+  frequencyPenalty?: number | undefined;
+  presencePenalty?: number | undefined;
+  tools?: ToolDefinition[] | undefined;
+  /** `auto`, `none`, `required`, or the name of one function. */
+  toolChoice?: string | undefined;
+  /** Ask for reasoning text (Ollama `think`, a reasoning effort). */
+  reasoning?: boolean | string | undefined;
+  /** Ask for usage in the stream (`stream_options.include_usage`). */
+  includeUsage?: boolean | undefined;
+  /** `stream: false` was asked for explicitly. */
+  stream?: boolean | undefined;
+  /** Fields of the original body that have no normalized home, passed through to same-dialect upstreams. */
+  extra?: Record<string, unknown> | undefined;
+}
+
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+  toolCalls?: ChatToolCall[] | undefined;
+  toolCallId?: string | undefined;
+  name?: string | undefined;
+}
+
+export interface ChatToolCall {
+  id: string;
+  name: string;
+  /** JSON text. */
+  arguments: string;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description?: string | undefined;
+  /** JSON Schema of the arguments. */
+  parameters?: unknown;
+}
+
+/** Renders chat turns as one prompt for completion-style upstreams (a plain, documented template). */
+export function renderPrompt(request: ChatRequest): string {
+  if (request.messages === undefined || request.messages.length === 0) return request.prompt ?? '';
+  const lines = request.messages.map((message) => `${message.role}: ${message.content}`);
+  return `${lines.join('\n')}\nassistant:`;
+}
+
+/** The messages of a request, turning a bare prompt into one user turn. */
+export function requestMessages(request: ChatRequest): ChatMessage[] {
+  if (request.messages !== undefined && request.messages.length > 0) return request.messages;
+  return [{ role: 'user', content: request.prompt ?? '' }];
+}

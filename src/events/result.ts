@@ -1,0 +1,198 @@
+import type { FinishReason } from './finish-reason.ts';
+import type { ErrorEvent, StartEvent, StreamEvent, ToolCallEvent } from './stream-event.ts';
+import type { Timings, Usage } from './usage.ts';
+
+/**
+ * Why a stream is not a finished answer. A stream that ends without its dialect's terminal event,
+ * times out, is aborted, carries a server error or a malformed payload is incomplete, with its partial
+ * text kept.
+ */
+export type IncompleteReason =
+  | 'connection-closed'
+  | 'first-byte-timeout'
+  | 'idle-timeout'
+  | 'total-timeout'
+  | 'aborted'
+  | 'server-error'
+  | 'malformed';
+
+/** Timing and volume of one stream, measured by the client when bytes arrived. */
+export interface StreamMetrics {
+  /** From the request being sent to the response headers. */
+  headersMs?: number | undefined;
+  /** Time to first byte of the body. */
+  ttfbMs?: number | undefined;
+  /** Time to first text (or reasoning, or tool call): what a reader waits for. */
+  ttftMs?: number | undefined;
+  /** Whole stream, from the request being sent to the end. */
+  totalMs?: number | undefined;
+  /** Frames that carried events (SSE events, NDJSON lines). A chunk is not a token. */
+  chunkCount: number;
+  /** Gaps between consecutive content-carrying frames, in ms. */
+  interChunkMs: number[];
+  /** Output tokens: the server's count when it reported one, else an estimate. */
+  outputTokens?: number | undefined;
+  /** True when `outputTokens` is an estimate (no usage from the server). */
+  outputTokensEstimated: boolean;
+  inputTokens?: number | undefined;
+  /** Output tokens per second after the first token: (outputTokens - 1) / (total - ttft). */
+  outputTokensPerSecond?: number | undefined;
+  /** Keepalive comments seen. */
+  keepaliveCount: number;
+  /** Bytes of body received. */
+  bytes: number;
+}
+
+export interface ToolCall {
+  index: number;
+  id: string;
+  name: string;
+  arguments: string;
+  input: unknown;
+  inputError?: string | undefined;
+}
+
+export interface ResultError {
+  code: string;
+  message: string;
+  status?: number | undefined;
+  errorType?: string | undefined;
+}
+
+/** The final outcome of a stream. */
+export interface Result {
+  text: string;
+  reasoning: string;
+  toolCalls: ToolCall[];
+  usage?: Usage | undefined;
+  timings?: Timings | undefined;
+  finishReason?: FinishReason | undefined;
+  /** The server's own finish word (`eos_token`, `limit`, `length`…). */
+  rawFinishReason?: string | null | undefined;
+  stopSequence?: string | undefined;
+  /** True only when the dialect's terminal event arrived and no error came with it. */
+  complete: boolean;
+  incomplete?: IncompleteReason | undefined;
+  /** The output cap cut the answer off (`finishReason === 'length'`). */
+  truncated: boolean;
+  error?: ResultError | undefined;
+  id?: string | undefined;
+  model?: string | undefined;
+  dialect?: string | undefined;
+  metrics: StreamMetrics;
+}
+
+export function emptyMetrics(): StreamMetrics {
+  return { chunkCount: 0, interChunkMs: [], outputTokensEstimated: true, keepaliveCount: 0, bytes: 0 };
+}
+
+/** Folds normalized events into a Result. Pure: the client, the gateway and the tests share it. */
+export class ResultBuilder {
+  #text = '';
+  #reasoning = '';
+  readonly toolCalls: ToolCall[] = [];
+  usage: Usage | undefined;
+  timings: Timings | undefined;
+  start: StartEvent | undefined;
+  finishReason: FinishReason | undefined;
+  rawFinishReason: string | null | undefined;
+  stopSequence: string | undefined;
+  serverError: ErrorEvent | undefined;
+  /** Output text and reasoning characters, for estimating tokens when the server gives no count. */
+  contentChars = 0;
+
+  get text(): string {
+    return this.#text;
+  }
+
+  add(event: StreamEvent): void {
+    switch (event.type) {
+      case 'text':
+        this.#text += event.text;
+        this.contentChars += event.text.length;
+        return;
+      case 'reasoning':
+        this.#reasoning += event.text;
+        this.contentChars += event.text.length;
+        return;
+      case 'tool-call':
+        this.toolCalls.push(toToolCall(event));
+        return;
+      case 'tool-call-delta':
+        this.contentChars += event.argumentsDelta.length;
+        return;
+      case 'usage':
+        this.usage = mergeUsage(this.usage, event.usage);
+        return;
+      case 'timings':
+        this.timings = { ...this.timings, ...event.timings };
+        return;
+      case 'start':
+        this.start = this.start === undefined ? event : { ...this.start, ...definedOnly(event) };
+        return;
+      case 'finish':
+        this.finishReason = event.reason;
+        this.rawFinishReason = event.raw;
+        if (event.stopSequence !== undefined) this.stopSequence = event.stopSequence;
+        return;
+      case 'error':
+        this.serverError ??= event;
+        return;
+    }
+  }
+
+  /** The Result as it stands, with the completeness decided by the caller (who saw the transport). */
+  build(outcome: {
+    complete: boolean;
+    incomplete?: IncompleteReason | undefined;
+    error?: ResultError | undefined;
+    dialect?: string | undefined;
+    metrics: StreamMetrics;
+  }): Result {
+    const result: Result = {
+      text: this.#text,
+      reasoning: this.#reasoning,
+      toolCalls: this.toolCalls,
+      complete: outcome.complete,
+      truncated: this.finishReason === 'length',
+      metrics: outcome.metrics,
+    };
+    if (this.usage !== undefined) result.usage = this.usage;
+    if (this.timings !== undefined) result.timings = this.timings;
+    if (this.finishReason !== undefined) result.finishReason = this.finishReason;
+    if (this.rawFinishReason !== undefined) result.rawFinishReason = this.rawFinishReason;
+    if (this.stopSequence !== undefined) result.stopSequence = this.stopSequence;
+    if (outcome.incomplete !== undefined) result.incomplete = outcome.incomplete;
+    if (outcome.error !== undefined) result.error = outcome.error;
+    if (this.start?.id !== undefined) result.id = this.start.id;
+    if (this.start?.model !== undefined) result.model = this.start.model;
+    if (outcome.dialect !== undefined) result.dialect = outcome.dialect;
+    return result;
+  }
+}
+
+function toToolCall(event: ToolCallEvent): ToolCall {
+  const call: ToolCall = {
+    index: event.index,
+    id: event.id,
+    name: event.name,
+    arguments: event.arguments,
+    input: event.input,
+  };
+  if (event.inputError !== undefined) call.inputError = event.inputError;
+  return call;
+}
+
+/** Later usage reports refine earlier ones field by field (Ollama-compat sends zeros, then the real counts). */
+export function mergeUsage(previous: Usage | undefined, next: Usage): Usage {
+  if (previous === undefined) return next;
+  return { ...previous, ...definedOnly(next) };
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const key of Object.keys(value) as (keyof T)[]) {
+    if (value[key] !== undefined) out[key] = value[key];
+  }
+  return out;
+}

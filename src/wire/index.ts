@@ -1,0 +1,17 @@
+export type { Frame } from './frame.ts';
+export { goJsonStringify } from './go-json.ts';
+export type { LineSplitterOptions } from './line-splitter.ts';
+export { LineSplitter } from './line-splitter.ts';
+export type { NdjsonDecoderOptions } from './ndjson-decoder.ts';
+export { createNdjsonDecoderStream, NdjsonDecoder } from './ndjson-decoder.ts';
+export { encodeNdjsonLine } from './ndjson-encoder.ts';
+export type { ParseJsonResult } from './parse-json.ts';
+export { parseJson } from './parse-json.ts';
+export { pythonJsonDumps } from './python-json.ts';
+export type { SseDecoderOptions } from './sse-decoder.ts';
+export { createSseDecoderStream, SseDecoder } from './sse-decoder.ts';
+export type { SseEncodeOptions, SseEventInit } from './sse-encoder.ts';
+export { encodeSseComment, encodeSseEvent } from './sse-encoder.ts';
+export type { InvalidUtf8Policy } from './utf8.ts';
+export type { WireErrorCode } from './wire-error.ts';
+export { DEFAULT_MAX_LINE_BYTES, WireError } from './wire-error.ts';
