@@ -17,16 +17,19 @@ import { parsePayload } from '../shared/parse-payload.ts';
 export class OpenAiChatDecoder implements DialectDecoder {
   readonly #dropReasoning: boolean;
   readonly #tools = new ToolCallAccumulator();
+  /** Tool-call indexes whose id and name were already emitted (TGI repeats the id on every fragment). */
+  readonly #namedTools = new Set<number>();
   #started = false;
   #finished = false;
   #done = false;
+  #errored = false;
 
   constructor(options: DecoderOptions = {}) {
     this.#dropReasoning = options.dropReasoning === true;
   }
 
   get complete(): boolean {
-    return this.#finished || this.#done;
+    return (this.#finished || this.#done) && !this.#errored;
   }
 
   get terminated(): boolean {
@@ -48,6 +51,7 @@ export class OpenAiChatDecoder implements DialectDecoder {
     const payload = parsePayload('openai-chat', data);
     const error = errorFromPayload(payload, frame.legacyError === true);
     if (error !== undefined || frame.event === 'error') {
+      this.#errored = true;
       emit(error ?? { type: 'error', message: data });
       return;
     }
@@ -111,10 +115,13 @@ export class OpenAiChatDecoder implements DialectDecoder {
       // Ollama's OpenAI layer sends whole calls; a server may even send the arguments as an object.
       argumentsDelta: typeof args === 'string' ? args : isRecord(args) ? JSON.stringify(args) : '',
     };
-    const id = stringField(call, 'id');
-    if (id !== undefined && id !== '') delta.id = id;
-    const name = stringField(fn, 'name');
-    if (name !== undefined && name !== '') delta.name = name;
+    if (!this.#namedTools.has(delta.index)) {
+      const id = stringField(call, 'id');
+      if (id !== undefined && id !== '') delta.id = id;
+      const name = stringField(fn, 'name');
+      if (name !== undefined && name !== '') delta.name = name;
+      if (delta.name !== undefined) this.#namedTools.add(delta.index);
+    }
     this.#tools.add(delta);
     emit(delta);
   }
@@ -133,10 +140,11 @@ export class OpenAiChatDecoder implements DialectDecoder {
 function startEvent(payload: JsonRecord): StartEvent {
   const start: StartEvent = { type: 'start' };
   const id = stringField(payload, 'id');
+  // TGI's chunk id is always "": no id at all.
   const model = stringField(payload, 'model');
   const created = numberField(payload, 'created');
   const fingerprint = stringField(payload, 'system_fingerprint');
-  if (id !== undefined) start.id = id;
+  if (id !== undefined && id !== '') start.id = id;
   if (model !== undefined) start.model = model;
   if (created !== undefined) start.created = created;
   if (fingerprint !== undefined) start.systemFingerprint = fingerprint;
