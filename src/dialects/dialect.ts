@@ -68,6 +68,12 @@ export interface DialectEncoder {
   /** SSE only: `data: x` (true) or `data:x` (TGI up to 2.0.x). */
   readonly sseSpace: boolean;
   event(event: StreamEvent, sink: FrameSink): void;
+  /**
+   * Writes any content held back to merge it with what follows (a server that puts the last text on its
+   * finish chunk). Relays call it after each upstream read, so holding never delays a token beyond the
+   * read that carried it. Optional: most encoders hold nothing.
+   */
+  flush?(sink: FrameSink): void;
   /** The clean end of a stream: the held trailer, then the terminator where the dialect has one. */
   end(sink: FrameSink): void;
   /** A mid-stream failure in this dialect's own error shape, then what the server writes after it. */

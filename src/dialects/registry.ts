@@ -1,9 +1,16 @@
 import type { DetectProbe, Dialect, DialectId } from './dialect.ts';
+import { ollamaChat } from './ollama-chat/index.ts';
+import { ollamaGenerate } from './ollama-generate/index.ts';
 import { openAiChat } from './openai-chat/index.ts';
+import { openAiCompletions } from './openai-completions/index.ts';
 
 /** Every dialect, by id. Adding a dialect means writing its folder and adding it here. */
 export const DIALECTS: Readonly<Record<string, Dialect>> = {
   'openai-chat': openAiChat,
+  'openai-completions': openAiCompletions,
+  // Chat before generate: when only the NDJSON content type is known, both score alike and the first wins.
+  'ollama-chat': ollamaChat,
+  'ollama-generate': ollamaGenerate,
 };
 
 export function getDialect(id: DialectId | string): Dialect {

@@ -35,6 +35,8 @@ export class OpenAiChatEncoder implements DialectEncoder {
   #id: string | undefined;
   #model: string | undefined;
   #created: number | undefined;
+  /** `created` given by the caller: pinned even where the server writes the clock per chunk. */
+  readonly #pinnedCreated: number | undefined;
   #fingerprint: string | undefined;
   #roleSent = false;
   #finish: FinishEvent | undefined;
@@ -50,6 +52,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
     this.#id = options.id;
     this.#model = options.model;
     this.#created = options.created;
+    this.#pinnedCreated = options.created;
     this.#stringify = this.#flavor.startsWith('ollama') ? goJsonStringify : JSON.stringify;
   }
 
@@ -356,7 +359,8 @@ export class OpenAiChatEncoder implements DialectEncoder {
         return {
           id: this.#id,
           object: 'chat.completion.chunk',
-          created: this.#flavor === 'ollama-legacy' ? Math.floor(this.#now() / 1000) : created,
+          // Ollama before v0.32.6 stamped every chunk with the clock.
+          created: this.#flavor === 'ollama-legacy' ? (this.#pinnedCreated ?? Math.floor(this.#now() / 1000)) : created,
           model,
           system_fingerprint: 'fp_ollama',
           choices,

@@ -1,0 +1,66 @@
+import type { Dialect, DialectId } from '../dialects/dialect.ts';
+import { dialectForPath, getDialect } from '../dialects/registry.ts';
+import type { ChatRequest } from '../events/chat-request.ts';
+import { RequestFailedError } from './client-errors.ts';
+
+/** What to send. Give either `body` (a dialect body, sent as is) or `request` (normalized, mapped by the dialect). */
+export interface StreamRequest {
+  /** The endpoint URL, e.g. `http://127.0.0.1:11434/api/chat`. */
+  url: string | URL;
+  /** Force the dialect. Otherwise it comes from the URL path, then from the Content-Type and first bytes. */
+  dialect?: DialectId | undefined;
+  /** A body in the dialect's own shape. `stream: true` is added when missing. */
+  body?: Record<string, unknown> | undefined;
+  /** A normalized request, turned into the dialect's body. Needs a known dialect. */
+  request?: ChatRequest | undefined;
+  headers?: Record<string, string> | undefined;
+  /** Default POST. */
+  method?: string | undefined;
+}
+
+export interface PreparedRequest {
+  url: string;
+  method: string;
+  dialect: Dialect | undefined;
+  headers: Record<string, string>;
+  body: string | undefined;
+}
+
+export function prepareRequest(input: StreamRequest, lastEventId: string | undefined): PreparedRequest {
+  const url = String(input.url);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch (cause) {
+    throw new RequestFailedError('invalid-request', `not a URL: ${JSON.stringify(url)}`, { cause });
+  }
+  const dialect = input.dialect !== undefined ? getDialect(input.dialect) : dialectForPath(parsed.pathname);
+  let body: Record<string, unknown> | undefined;
+  if (input.body !== undefined) {
+    body = input.body;
+    // TGI's /generate_stream streams by route; everyone else needs `stream: true` (Ollama defaults to it).
+    if (body.stream === undefined && dialect?.id !== 'tgi') body = { ...body, stream: true };
+  } else if (input.request !== undefined) {
+    if (dialect === undefined) {
+      throw new RequestFailedError(
+        'invalid-request',
+        `cannot tell the dialect of ${url} from its path; pass \`dialect\` to map a normalized request`,
+        { url },
+      );
+    }
+    body = dialect.toRequestBody(input.request);
+  }
+  const headers: Record<string, string> = {
+    accept: dialect?.framing === 'ndjson' ? 'application/x-ndjson' : 'text/event-stream',
+  };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+  Object.assign(headers, input.headers);
+  return {
+    url,
+    method: input.method ?? (body === undefined ? 'GET' : 'POST'),
+    dialect,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  };
+}

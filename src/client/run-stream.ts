@@ -1,0 +1,515 @@
+import { type Dialect, type DialectDecoder, DialectError, type Framing } from '../dialects/dialect.ts';
+import { detectDialect } from '../dialects/registry.ts';
+import { snippet, TokenwireError } from '../errors.ts';
+import type { IncompleteReason, Result, ResultError } from '../events/result.ts';
+import { ResultBuilder } from '../events/result.ts';
+import type { StreamEvent } from '../events/stream-event.ts';
+import type { Frame } from '../wire/frame.ts';
+import { NdjsonDecoder } from '../wire/ndjson-decoder.ts';
+import { SseDecoder } from '../wire/sse-decoder.ts';
+import type { InvalidUtf8Policy } from '../wire/utf8.ts';
+import { type PreparedRequest, prepareRequest, type StreamRequest } from './build-request.ts';
+import { HttpError, MAX_ERROR_BODY_BYTES, RequestFailedError } from './client-errors.ts';
+import { CumulativeTextFilter } from './cumulative-text.ts';
+import { describeFraming, framingOfContentType, sniffFraming } from './framing.ts';
+import { MetricsRecorder } from './metrics-recorder.ts';
+import { Deadlines, type TimeoutKind, type TimeoutOptions } from './timeouts.ts';
+
+export interface StreamOptions {
+  /** The fetch to use (a test server's handler, a proxy-aware fetch…). Default: global fetch. */
+  fetch?: ((input: string | URL | Request, init?: RequestInit) => Promise<Response>) | undefined;
+  /** Abort the request; the server sees its connection close. */
+  signal?: AbortSignal | undefined;
+  timeouts?: TimeoutOptions | undefined;
+  /** Clock for metrics, in ms. Default `performance.now`. */
+  now?: (() => number) | undefined;
+  /** Bound on one line / one event. Default 1 MiB. */
+  maxLineBytes?: number | undefined;
+  /** Bytes that are not UTF-8: fail the stream (`error`, default) or decode them as U+FFFD (`replace`). */
+  invalidUtf8?: InvalidUtf8Policy | undefined;
+  /** Detect servers that repeat the whole text in every event and pass on only the new part. Default on. */
+  detectCumulativeText?: boolean | undefined;
+  /** Drop reasoning events. */
+  dropReasoning?: boolean | undefined;
+  /** Resume a gateway stream after this SSE event id (sent as `Last-Event-ID`). */
+  lastEventId?: string | undefined;
+  /** Every frame as it arrived (raw view), with its arrival time in ms since the request began. */
+  onFrame?: ((frame: Frame, atMs: number) => void) | undefined;
+  /** Every SSE comment line (keepalives), with its arrival time. */
+  onComment?: ((text: string, atMs: number) => void) | undefined;
+  /** Every read from the network, with its arrival time (before decoding). */
+  onChunk?: ((chunk: Uint8Array, atMs: number) => void) | undefined;
+  /** The response, once its headers are in. */
+  onResponse?: ((response: Response) => void) | undefined;
+}
+
+/** Internal hooks used by the async-iterable wrapper. */
+export interface RunHooks {
+  onEvent?: ((event: StreamEvent) => void) | undefined;
+  /** Called after each read; a returned promise pauses reading until it settles (backpressure). */
+  backpressure?: (() => Promise<void> | undefined) | undefined;
+  /** A signal the wrapper aborts when its consumer stops early. */
+  consumerSignal?: AbortSignal | undefined;
+}
+
+const SNIFF_BYTES = 16;
+
+/**
+ * Sends one streaming request and reads it to the end: the core of `stream()` and `complete()`.
+ *
+ * Failures before a response arrives (bad arguments, refused connection, connect timeout, abort, an
+ * HTTP error status) reject with a typed error. Once a 2xx response has begun, nothing throws: a cut,
+ * a timeout, an abort, a server error event, bad framing or a malformed payload all resolve to a
+ * Result with `complete: false`, the reason, and the partial text — never presented as finished.
+ */
+export async function runStream(
+  input: StreamRequest,
+  options: StreamOptions = {},
+  hooks: RunHooks = {},
+): Promise<Result> {
+  const prepared = prepareRequest(input, options.lastEventId);
+  const now = options.now ?? (() => performance.now());
+  const metrics = new MetricsRecorder(now);
+  const internal = new AbortController();
+  const signals = [internal.signal];
+  if (options.signal !== undefined) signals.push(options.signal);
+  if (hooks.consumerSignal !== undefined) signals.push(hooks.consumerSignal);
+  const signal = signals.length === 1 ? internal.signal : AbortSignal.any(signals);
+  if (signal.aborted)
+    throw new RequestFailedError(
+      'aborted',
+      `${prepared.method} ${prepared.url} was aborted before it was sent`,
+      { url: prepared.url },
+    );
+
+  let expired: TimeoutKind | undefined;
+  const deadlines = new Deadlines(
+    options.timeouts ?? {},
+    (kind) => {
+      expired = kind;
+      internal.abort(new TokenwireError(`${kind}-timeout`, `${kind} timeout`));
+    },
+    now,
+  );
+
+  const fetchFn = options.fetch ?? globalThis.fetch;
+  let response: Response;
+  try {
+    const init: RequestInit = { method: prepared.method, headers: prepared.headers, signal };
+    if (prepared.body !== undefined) init.body = prepared.body;
+    response = await fetchFn(prepared.url, init);
+  } catch (cause) {
+    deadlines.stop();
+    throw requestFailure(prepared, expired, options.signal, hooks.consumerSignal, cause);
+  }
+  deadlines.headers();
+  metrics.headers();
+  options.onResponse?.(response);
+
+  if (!response.ok) {
+    const body = await readBounded(response, MAX_ERROR_BODY_BYTES);
+    deadlines.stop();
+    throw new HttpError({
+      method: prepared.method,
+      url: prepared.url,
+      status: response.status,
+      statusText: response.statusText,
+      body,
+      headers: Object.fromEntries(response.headers),
+    });
+  }
+
+  const reader = new StreamReader(prepared, response, options, hooks, metrics, deadlines, now);
+  try {
+    await reader.read(signal);
+  } finally {
+    deadlines.stop();
+  }
+  const outcome = reader.outcome(expired, options.signal, hooks.consumerSignal);
+  const result = reader.builder.build({
+    complete: outcome.incomplete === undefined,
+    incomplete: outcome.incomplete,
+    error: outcome.error,
+    dialect: reader.dialect?.id,
+    metrics: metrics.finish(reader.builder.usage),
+  });
+  return result;
+}
+
+class StreamReader {
+  readonly builder = new ResultBuilder();
+  dialect: Dialect | undefined;
+  #decoder: DialectDecoder | undefined;
+  #wire: SseDecoder | NdjsonDecoder | undefined;
+  #framing: Framing | undefined;
+  #failure: ResultError | undefined;
+  #failureReason: IncompleteReason | undefined;
+  #readError: unknown;
+  #eof = false;
+  #cutInFrame = false;
+  readonly #cumulative: CumulativeTextFilter | undefined;
+  readonly #prepared: PreparedRequest;
+  readonly #response: Response;
+  readonly #options: StreamOptions;
+  readonly #hooks: RunHooks;
+  readonly #metrics: MetricsRecorder;
+  readonly #deadlines: Deadlines;
+  readonly #now: () => number;
+  readonly #emit: (event: StreamEvent) => void;
+
+  constructor(
+    prepared: PreparedRequest,
+    response: Response,
+    options: StreamOptions,
+    hooks: RunHooks,
+    metrics: MetricsRecorder,
+    deadlines: Deadlines,
+    now: () => number,
+  ) {
+    this.#prepared = prepared;
+    this.#response = response;
+    this.#options = options;
+    this.#hooks = hooks;
+    this.#metrics = metrics;
+    this.#deadlines = deadlines;
+    this.#now = now;
+    this.dialect = prepared.dialect;
+    this.#cumulative = options.detectCumulativeText === false ? undefined : new CumulativeTextFilter();
+    const onEvent = hooks.onEvent;
+    this.#emit = (event) => {
+      if (event.type === 'text' && this.#cumulative !== undefined) {
+        const text = this.#cumulative.next(event.text);
+        if (text === '') return;
+        if (text !== event.text) event = { type: 'text', text };
+      }
+      this.#metrics.event(event);
+      this.builder.add(event);
+      if (onEvent !== undefined) onEvent(event);
+    };
+  }
+
+  async read(signal: AbortSignal): Promise<void> {
+    const body = this.#response.body;
+    if (body === null) {
+      this.#eof = true;
+      return;
+    }
+    const contentType = this.#response.headers.get('content-type');
+    const announced = framingOfContentType(contentType);
+    if (
+      announced === undefined &&
+      contentType !== null &&
+      /json/i.test(contentType) &&
+      !/ndjson|jsonl/i.test(contentType)
+    ) {
+      const text = await readBounded(this.#response, this.#options.maxLineBytes ?? 1024 * 1024);
+      this.#fail(
+        'malformed',
+        'not-streaming',
+        `the server answered with one JSON document (Content-Type: ${contentType}) instead of a stream: ` +
+          `streaming was not enabled or this endpoint does not stream. Body: ${snippet(text)}`,
+      );
+      return;
+    }
+    const reader = body.getReader();
+    const onAbort = () => {
+      reader.cancel(signal.reason).catch(() => {});
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    let head: Uint8Array | undefined;
+    try {
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) {
+          this.#eof = true;
+          if (head !== undefined) this.#start(head, announced, contentType);
+          break;
+        }
+        const value = next.value;
+        if (value.length === 0) continue;
+        this.#metrics.chunk(value.length);
+        this.#deadlines.firstByte();
+        this.#options.onChunk?.(value, this.#now() - this.#metrics.startedAt);
+        let chunk: Uint8Array = value;
+        if (this.#wire === undefined) {
+          // Hold the first bytes until they show the framing (a 1-byte read cannot).
+          const joined: Uint8Array = head === undefined ? value : concat(head, value);
+          if (sniffFraming(joined) === undefined && joined.length < SNIFF_BYTES) {
+            head = joined;
+            continue;
+          }
+          head = undefined;
+          if (!this.#start(joined, announced, contentType)) break;
+          chunk = joined;
+        }
+        if (!this.#feed(chunk)) break;
+        if (this.#decoder?.terminated === true) break;
+        const pause = this.#hooks.backpressure?.();
+        if (pause !== undefined) await pause;
+      }
+    } catch (error) {
+      this.#readError = error;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      if (!this.#eof) reader.cancel().catch(() => {});
+      else reader.releaseLock();
+    }
+    if (this.#wire !== undefined && this.#failure === undefined) {
+      try {
+        this.#cutInFrame = this.#wire.end();
+        if (this.#decoder !== undefined) this.#decoder.end(this.#emit);
+      } catch (error) {
+        this.#decodeFailure(error);
+      }
+    }
+  }
+
+  /** Picks the framing from the first bytes and checks it against what the dialect expects. */
+  #start(head: Uint8Array, announced: Framing | undefined, contentType: string | null): boolean {
+    const sniffed = sniffFraming(head);
+    const expected = this.dialect?.framing ?? announced;
+    if (sniffed === 'unknown' || sniffed === undefined) {
+      const preview = new TextDecoder().decode(head.subarray(0, 200));
+      this.#fail(
+        'malformed',
+        'unknown-framing',
+        `the body is neither SSE nor NDJSON (Content-Type: ${contentType ?? 'none'}); it starts with ${snippet(preview, 80)}`,
+      );
+      return false;
+    }
+    if (expected !== undefined && sniffed !== expected) {
+      const where = this.dialect === undefined ? '' : ` for the ${this.dialect.id} dialect`;
+      const hint =
+        sniffed === 'ndjson'
+          ? " NDJSON is what Ollama's native /api/chat and /api/generate send; for SSE use its /v1 endpoints, or read this endpoint with the ollama-chat / ollama-generate dialect."
+          : ' SSE is what OpenAI-compatible routes, llama-server /completion and TGI /generate_stream send; pick that dialect, or the NDJSON endpoint.';
+      this.#fail(
+        'malformed',
+        'wrong-framing',
+        `expected ${describeFraming(expected)}${where} but the body is ${describeFraming(sniffed)} (Content-Type: ${contentType ?? 'none'}).${hint}`,
+      );
+      return false;
+    }
+    this.#framing = sniffed;
+    const maxLineBytes = this.#options.maxLineBytes;
+    const invalidUtf8 = this.#options.invalidUtf8;
+    const onFrame = (frame: Frame) => this.#frame(frame);
+    if (sniffed === 'sse') {
+      const onComment = this.#options.onComment;
+      this.#wire = new SseDecoder({
+        onFrame,
+        onComment: (text) => {
+          this.#metrics.keepalives += 1;
+          onComment?.(text, this.#now() - this.#metrics.startedAt);
+        },
+        maxLineBytes,
+        invalidUtf8,
+      });
+    } else {
+      this.#wire = new NdjsonDecoder({ onFrame, maxLineBytes, invalidUtf8 });
+    }
+    if (this.dialect !== undefined)
+      this.#decoder = this.dialect.createDecoder({ dropReasoning: this.#options.dropReasoning });
+    return true;
+  }
+
+  #feed(chunk: Uint8Array): boolean {
+    try {
+      this.#wire!.feed(chunk);
+      return true;
+    } catch (error) {
+      this.#decodeFailure(error);
+      return false;
+    }
+  }
+
+  #frame(frame: Frame): void {
+    this.#deadlines.activity();
+    this.#metrics.beginFrame();
+    this.#options.onFrame?.(frame, this.#now() - this.#metrics.startedAt);
+    if (this.#decoder === undefined) {
+      const dialect = this.#detect(frame);
+      this.dialect = dialect;
+      this.#decoder = dialect.createDecoder({ dropReasoning: this.#options.dropReasoning });
+    }
+    this.#decoder.frame(frame, this.#emit);
+  }
+
+  #detect(frame: Frame): Dialect {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(frame.data);
+    } catch {
+      payload = undefined;
+    }
+    const found = detectDialect({
+      path: new URL(this.#prepared.url).pathname,
+      contentType: this.#response.headers.get('content-type') ?? undefined,
+      payload,
+    });
+    if (found === undefined || found.dialect.framing !== this.#framing) {
+      throw new DialectError(
+        'openai-chat',
+        `cannot tell which dialect this ${this.#framing} stream is from its first payload ${snippet(frame.data, 120)}; pass \`dialect\``,
+      );
+    }
+    return found.dialect;
+  }
+
+  #decodeFailure(error: unknown): void {
+    if (TokenwireError.is(error)) this.#fail('malformed', error.code, error.message);
+    else this.#fail('malformed', 'malformed-payload', String(error));
+  }
+
+  #fail(reason: IncompleteReason, code: string, message: string): void {
+    if (this.#failure !== undefined) return;
+    this.#failureReason = reason;
+    this.#failure = { code, message };
+  }
+
+  outcome(
+    expired: TimeoutKind | undefined,
+    userSignal: AbortSignal | undefined,
+    consumerSignal: AbortSignal | undefined,
+  ): { incomplete?: IncompleteReason; error?: ResultError } {
+    const serverError = this.builder.serverError;
+    if (this.#failure !== undefined) return { incomplete: this.#failureReason!, error: this.#failure };
+    if (serverError !== undefined) {
+      const error: ResultError = { code: 'server-error', message: serverError.message };
+      if (serverError.status !== undefined) error.status = serverError.status;
+      if (serverError.errorType !== undefined) error.errorType = serverError.errorType;
+      return { incomplete: 'server-error', error };
+    }
+    if (this.#decoder?.complete === true) return {};
+    if (expired !== undefined) {
+      const reason: IncompleteReason =
+        expired === 'idle'
+          ? 'idle-timeout'
+          : expired === 'first-byte'
+            ? 'first-byte-timeout'
+            : 'total-timeout';
+      return {
+        incomplete: reason,
+        error: { code: reason, message: timeoutMessage(expired, this.#options.timeouts) },
+      };
+    }
+    if (userSignal?.aborted === true || consumerSignal?.aborted === true) {
+      return {
+        incomplete: 'aborted',
+        error: { code: 'aborted', message: 'the request was aborted before the stream finished' },
+      };
+    }
+    const name = this.dialect?.id ?? 'the';
+    const cause =
+      this.#readError !== undefined
+        ? `the connection failed (${errorText(this.#readError)})`
+        : this.#cutInFrame
+          ? 'the connection closed in the middle of an event'
+          : 'the connection closed';
+    return {
+      incomplete: 'connection-closed',
+      error: {
+        code: 'connection-closed',
+        message: `${cause} before the ${name} stream's terminal event${terminalHint(this.dialect)}`,
+      },
+    };
+  }
+}
+
+function terminalHint(dialect: Dialect | undefined): string {
+  switch (dialect?.id) {
+    case 'openai-chat':
+    case 'openai-completions':
+      return ' (a finish_reason or data: [DONE])';
+    case 'ollama-chat':
+    case 'ollama-generate':
+      return ' (a line with "done": true)';
+    case 'llamacpp':
+      return ' (an event with "stop": true)';
+    case 'tgi':
+      return ' (an event with generated_text)';
+    default:
+      return '';
+  }
+}
+
+function timeoutMessage(kind: TimeoutKind, timeouts: TimeoutOptions | undefined): string {
+  switch (kind) {
+    case 'idle':
+      return `no event for ${timeouts?.idleMs} ms (idle timeout; keepalive comments do not count)`;
+    case 'first-byte':
+      return `no body byte within ${timeouts?.firstByteMs} ms of the headers (first-byte timeout)`;
+    case 'connect':
+      return `no response headers within ${timeouts?.connectMs} ms (connect timeout)`;
+    case 'total':
+      return `the stream took longer than ${timeouts?.totalMs} ms (total timeout)`;
+  }
+}
+
+function requestFailure(
+  prepared: PreparedRequest,
+  expired: TimeoutKind | undefined,
+  userSignal: AbortSignal | undefined,
+  consumerSignal: AbortSignal | undefined,
+  cause: unknown,
+): RequestFailedError {
+  const target = `${prepared.method} ${prepared.url}`;
+  const url = prepared.url;
+  if (expired === 'connect' || expired === 'total') {
+    return new RequestFailedError(
+      expired === 'connect' ? 'connect-timeout' : 'total-timeout',
+      `${target}: no response headers in time (${expired} timeout)`,
+      { url, cause },
+    );
+  }
+  if (userSignal?.aborted === true || consumerSignal?.aborted === true) {
+    return new RequestFailedError('aborted', `${target} was aborted before the response arrived`, {
+      url,
+      cause,
+    });
+  }
+  return new RequestFailedError('network', `${target} failed: ${errorText(cause)}`, { url, cause });
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    return `${error.message}${cause}`;
+  }
+  return String(error);
+}
+
+/** Reads at most `limit` bytes of a body as text, then lets the rest go. */
+async function readBounded(response: Response, limit: number): Promise<string> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parts.push(value);
+      size += value.length;
+    }
+  } catch {
+    // A body that fails mid-read still gives what arrived.
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  let all = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    all.set(part, at);
+    at += part.length;
+  }
+  if (all.length > limit) all = all.subarray(0, limit);
+  return new TextDecoder().decode(all);
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}

@@ -1,0 +1,109 @@
+/**
+ * Timeouts of one stream, in milliseconds; each is off when undefined.
+ * - `connectMs`: until the response headers arrive (a refused or silent server).
+ * - `firstByteMs`: from the headers to the first byte of the body.
+ * - `idleMs`: "no event for N ms": from the headers or the last frame to the next frame. Keepalive
+ *   comments do not reset it — a server that only pings is still stalled.
+ * - `totalMs`: the whole request.
+ */
+export interface TimeoutOptions {
+  connectMs?: number | undefined;
+  firstByteMs?: number | undefined;
+  idleMs?: number | undefined;
+  totalMs?: number | undefined;
+}
+
+export type TimeoutKind = 'connect' | 'first-byte' | 'idle' | 'total';
+
+/**
+ * Watches the deadlines with one timer: activity only records a timestamp, and the timer re-arms
+ * itself for the time left, so a fast stream costs no timer churn per event.
+ */
+export class Deadlines {
+  readonly #options: TimeoutOptions;
+  readonly #onExpire: (kind: TimeoutKind) => void;
+  readonly #now: () => number;
+  readonly #startedAt: number;
+  #phase: 'connect' | 'first-byte' | 'streaming' | 'done' = 'connect';
+  #phaseStart: number;
+  #lastActivity: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(options: TimeoutOptions, onExpire: (kind: TimeoutKind) => void, now: () => number) {
+    this.#options = options;
+    this.#onExpire = onExpire;
+    this.#now = now;
+    this.#startedAt = now();
+    this.#phaseStart = this.#startedAt;
+    this.#lastActivity = this.#startedAt;
+    this.#arm();
+  }
+
+  /** The response headers arrived. */
+  headers(): void {
+    this.#phase = 'first-byte';
+    this.#phaseStart = this.#now();
+    this.#lastActivity = this.#phaseStart;
+    this.#arm();
+  }
+
+  /** The first body byte arrived. */
+  firstByte(): void {
+    if (this.#phase !== 'first-byte') return;
+    this.#phase = 'streaming';
+    this.#arm();
+  }
+
+  /** A frame (an event) arrived: resets the idle deadline. */
+  activity(): void {
+    this.#lastActivity = this.#now();
+  }
+
+  stop(): void {
+    this.#phase = 'done';
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const next = this.#nextDeadline();
+    if (next === undefined) return;
+    const wait = Math.max(0, next.at - this.#now());
+    this.#timer = setTimeout(() => this.#check(), wait);
+    // A pending deadline must not keep a process alive on its own.
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  #check(): void {
+    this.#timer = undefined;
+    if (this.#phase === 'done') return;
+    const next = this.#nextDeadline();
+    if (next === undefined) return;
+    if (this.#now() >= next.at) {
+      this.stop();
+      this.#onExpire(next.kind);
+      return;
+    }
+    this.#arm();
+  }
+
+  #nextDeadline(): { at: number; kind: TimeoutKind } | undefined {
+    const candidates: { at: number; kind: TimeoutKind }[] = [];
+    const o = this.#options;
+    if (o.totalMs !== undefined) candidates.push({ at: this.#startedAt + o.totalMs, kind: 'total' });
+    if (this.#phase === 'connect' && o.connectMs !== undefined) {
+      candidates.push({ at: this.#phaseStart + o.connectMs, kind: 'connect' });
+    }
+    if (this.#phase === 'first-byte' && o.firstByteMs !== undefined) {
+      candidates.push({ at: this.#phaseStart + o.firstByteMs, kind: 'first-byte' });
+    }
+    if ((this.#phase === 'first-byte' || this.#phase === 'streaming') && o.idleMs !== undefined) {
+      candidates.push({ at: this.#lastActivity + o.idleMs, kind: 'idle' });
+    }
+    let best: { at: number; kind: TimeoutKind } | undefined;
+    for (const candidate of candidates) if (best === undefined || candidate.at < best.at) best = candidate;
+    return best;
+  }
+}

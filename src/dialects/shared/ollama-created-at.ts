@@ -1,0 +1,20 @@
+/**
+ * Ollama's `created_at`: Go's `time.Time` JSON form, RFC 3339 with nanoseconds in UTC (`Z`), trailing
+ * zeros of the fraction trimmed and the dot dropped when nothing is left (`time.RFC3339Nano`), e.g.
+ * `2026-01-01T00:00:00.1186Z`, `2026-01-01T00:00:00Z` (wire-formats.md §6.1).
+ *
+ * `ms` is Unix milliseconds; a fraction of a millisecond (a high-resolution clock) becomes nanoseconds.
+ */
+export function ollamaCreatedAt(ms: number): string {
+  let whole = Math.floor(ms);
+  let subMillisecondNanos = Math.round((ms - whole) * 1e6);
+  if (subMillisecondNanos >= 1e6) {
+    whole += 1;
+    subMillisecondNanos -= 1e6;
+  }
+  const date = new Date(whole);
+  const seconds = date.toISOString().slice(0, 19);
+  const nanos = date.getUTCMilliseconds() * 1e6 + subMillisecondNanos;
+  if (nanos === 0) return `${seconds}Z`;
+  return `${seconds}.${String(nanos).padStart(9, '0').replace(/0+$/, '')}Z`;
+}

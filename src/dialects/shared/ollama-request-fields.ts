@@ -1,0 +1,136 @@
+import type { ChatRequest } from '../../events/chat-request.ts';
+import { RequestError } from '../dialect.ts';
+import { isRecord, type JsonRecord } from './json-fields.ts';
+import {
+  extraFields,
+  optionalNumber,
+  optionalStopList,
+  optionalString,
+  requireRecord,
+} from './request-fields.ts';
+
+/** Request fields both native Ollama endpoints share (wire-formats.md §6.1). */
+
+/** `options` keys with a normalized home; the rest travel in `extra.options`. */
+const KNOWN_OPTIONS = new Set([
+  'num_predict',
+  'temperature',
+  'top_p',
+  'top_k',
+  'seed',
+  'stop',
+  'frequency_penalty',
+  'presence_penalty',
+]);
+
+/** Ollama's `think` levels (besides `true`/`false`). */
+const THINK_LEVELS = new Set(['low', 'medium', 'high', 'max']);
+
+/**
+ * The body as an object with its `model` (Ollama answers 400 `model is required` without one).
+ */
+export function requireOllamaBody(input: unknown): { body: JsonRecord; model: string } {
+  const body = requireRecord(input);
+  const model = optionalString(body, 'model');
+  if (model === undefined || model === '') throw new RequestError('model is required', { field: 'model' });
+  return { body, model };
+}
+
+/**
+ * Reads `options` (sampling: `num_predict`, `temperature`, `top_p`, `top_k`, `seed`, `stop`,
+ * `frequency_penalty`, `presence_penalty`) and `think` into `request`. A negative `num_predict` (-1: no
+ * limit, -2: fill the context) has no normalized form and stays in the returned rest of `options`.
+ */
+export function readOllamaOptions(body: JsonRecord, request: ChatRequest): JsonRecord | undefined {
+  const think = body.think;
+  if (think !== undefined && think !== null) {
+    if (typeof think === 'boolean' || (typeof think === 'string' && THINK_LEVELS.has(think))) {
+      request.reasoning = think;
+    } else {
+      throw new RequestError('think must be true, false, "low", "medium", "high" or "max"', {
+        field: 'think',
+      });
+    }
+  }
+  const options = body.options;
+  if (options === undefined || options === null) return undefined;
+  if (!isRecord(options)) throw new RequestError('options must be an object', { field: 'options' });
+  const numPredict = optionalNumber(options, 'num_predict', { path: 'options.num_predict', integer: true });
+  const rest = extraFields(options, KNOWN_OPTIONS) ?? {};
+  if (numPredict !== undefined) {
+    if (numPredict >= 0) request.maxTokens = numPredict;
+    else rest.num_predict = numPredict;
+  }
+  setDefined(
+    request,
+    'temperature',
+    optionalNumber(options, 'temperature', { path: 'options.temperature', min: 0 }),
+  );
+  setDefined(request, 'topP', optionalNumber(options, 'top_p', { path: 'options.top_p', min: 0, max: 1 }));
+  setDefined(request, 'topK', optionalNumber(options, 'top_k', { path: 'options.top_k', integer: true }));
+  setDefined(request, 'seed', optionalNumber(options, 'seed', { path: 'options.seed', integer: true }));
+  setDefined(request, 'stop', optionalStopList(options, 'stop', 'options.stop'));
+  setDefined(
+    request,
+    'frequencyPenalty',
+    optionalNumber(options, 'frequency_penalty', { path: 'options.frequency_penalty' }),
+  );
+  setDefined(
+    request,
+    'presencePenalty',
+    optionalNumber(options, 'presence_penalty', { path: 'options.presence_penalty' }),
+  );
+  return Object.keys(rest).length > 0 ? rest : undefined;
+}
+
+/**
+ * Writes the `options` object (only when something goes in it) and `think` onto `body`. Reasoning
+ * efforts from other dialects are clamped to Ollama's levels: `none` -> false, `minimal` -> `low`,
+ * `xhigh`/`ultra` -> `max`, any other word -> true.
+ */
+export function writeOllamaOptions(body: JsonRecord, request: ChatRequest): void {
+  if (request.reasoning !== undefined) body.think = ollamaThink(request.reasoning);
+  const passed = request.extra?.options;
+  const options: JsonRecord = isRecord(passed) ? { ...passed } : {};
+  if (request.maxTokens !== undefined) options.num_predict = request.maxTokens;
+  if (request.temperature !== undefined) options.temperature = request.temperature;
+  if (request.topP !== undefined) options.top_p = request.topP;
+  if (request.topK !== undefined) options.top_k = request.topK;
+  if (request.seed !== undefined) options.seed = request.seed;
+  if (request.stop !== undefined) options.stop = request.stop;
+  if (request.frequencyPenalty !== undefined) options.frequency_penalty = request.frequencyPenalty;
+  if (request.presencePenalty !== undefined) options.presence_penalty = request.presencePenalty;
+  if (Object.keys(options).length > 0) body.options = options;
+}
+
+/** Copies `extra` (all but `options`, which `writeOllamaOptions` merges) onto `body`. */
+export function writeOllamaExtra(body: JsonRecord, request: ChatRequest): void {
+  for (const [key, value] of Object.entries(request.extra ?? {})) {
+    if (key !== 'options' && !(key in body)) body[key] = value;
+  }
+}
+
+function ollamaThink(reasoning: boolean | string): boolean | string {
+  if (typeof reasoning === 'boolean') return reasoning;
+  switch (reasoning) {
+    case 'none':
+      return false;
+    case 'minimal':
+    case 'low':
+      return 'low';
+    case 'medium':
+      return 'medium';
+    case 'high':
+      return 'high';
+    case 'xhigh':
+    case 'max':
+    case 'ultra':
+      return 'max';
+    default:
+      return true;
+  }
+}
+
+function setDefined<K extends keyof ChatRequest>(request: ChatRequest, key: K, value: ChatRequest[K]): void {
+  if (value !== undefined) request[key] = value;
+}

@@ -1,0 +1,140 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { Readable } from 'node:stream';
+
+/** A web-standard handler: the gateway and the simulator are both this. */
+export type FetchHandler = (request: Request) => Promise<Response> | Response;
+
+export interface ServeOptions {
+  /** Default 127.0.0.1: nothing listens beyond loopback unless asked. */
+  host?: string | undefined;
+  /** Default 0 (a free port). */
+  port?: number | undefined;
+  /** Called when a handler throws (the client gets a 500). */
+  onError?: ((error: unknown) => void) | undefined;
+}
+
+export interface ServedHandler {
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly server: Server;
+  /** Open connections right now. */
+  connections(): number;
+  /** Stops listening and closes every connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves a fetch handler on node:http. The request's AbortSignal fires when the client goes away, and
+ * the response body is cancelled, so a disconnect reaches the handler (and through it, the upstream) at
+ * once. Response headers are flushed immediately, before the first body byte.
+ */
+export function serve(handler: FetchHandler, options: ServeOptions = {}): Promise<ServedHandler> {
+  const host = options.host ?? '127.0.0.1';
+  const sockets = new Set<Socket>();
+  const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, (req, res) => {
+    handle(handler, req, res, host).catch((error: unknown) => {
+      options.onError?.(error);
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'internal error', type: 'server_error' } }));
+      } else {
+        res.destroy();
+      }
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      const address = server.address() as AddressInfo;
+      const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+      resolve({
+        url: `http://${urlHost}:${address.port}`,
+        host: address.address,
+        port: address.port,
+        server,
+        connections: () => sockets.size,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            for (const socket of sockets) socket.destroy();
+          }),
+      });
+    });
+  });
+}
+
+async function handle(
+  handler: FetchHandler,
+  req: IncomingMessage,
+  res: ServerResponse,
+  host: string,
+): Promise<void> {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+  };
+  res.on('close', onClose);
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2)
+    headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+  const method = req.method ?? 'GET';
+  const init: RequestInit & { duplex?: 'half' } = { method, headers, signal: controller.signal };
+  if (method !== 'GET' && method !== 'HEAD') {
+    init.body = Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>;
+    init.duplex = 'half';
+  }
+  const request = new Request(`http://${req.headers.host ?? host}${req.url ?? '/'}`, init);
+  const response = await handler(request);
+  const outHeaders: Record<string, string | string[]> = {};
+  response.headers.forEach((value, key) => {
+    if (key === 'set-cookie') return;
+    outHeaders[key] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) outHeaders['set-cookie'] = cookies;
+  res.writeHead(response.status, response.statusText, outHeaders);
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  res.flushHeaders();
+  const reader = response.body.getReader();
+  const stop = () => {
+    reader.cancel(new Error('client disconnected')).catch(() => {});
+  };
+  controller.signal.addEventListener('abort', stop, { once: true });
+  try {
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      if (res.destroyed) break;
+      if (!res.write(next.value)) await waitDrain(res);
+    }
+    if (!res.destroyed) res.end();
+  } catch (error) {
+    // The body failed mid-stream (an upstream cut): end the connection abruptly, as a server would,
+    // so the client sees the stream end without its terminal event instead of a clean finish.
+    res.destroy(error instanceof Error ? error : undefined);
+  } finally {
+    controller.signal.removeEventListener('abort', stop);
+  }
+}
+
+function waitDrain(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
