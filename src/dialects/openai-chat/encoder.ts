@@ -360,7 +360,10 @@ export class OpenAiChatEncoder implements DialectEncoder {
           id: this.#id,
           object: 'chat.completion.chunk',
           // Ollama before v0.32.6 stamped every chunk with the clock.
-          created: this.#flavor === 'ollama-legacy' ? (this.#pinnedCreated ?? Math.floor(this.#now() / 1000)) : created,
+          created:
+            this.#flavor === 'ollama-legacy'
+              ? (this.#pinnedCreated ?? Math.floor(this.#now() / 1000))
+              : created,
           model,
           system_fingerprint: 'fp_ollama',
           choices,
