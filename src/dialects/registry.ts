@@ -1,8 +1,10 @@
 import type { DetectProbe, Dialect, DialectId } from './dialect.ts';
+import { llamacpp } from './llamacpp/index.ts';
 import { ollamaChat } from './ollama-chat/index.ts';
 import { ollamaGenerate } from './ollama-generate/index.ts';
 import { openAiChat } from './openai-chat/index.ts';
 import { openAiCompletions } from './openai-completions/index.ts';
+import { tgi } from './tgi/index.ts';
 
 /** Every dialect, by id. Adding a dialect means writing its folder and adding it here. */
 export const DIALECTS: Readonly<Record<string, Dialect>> = {
@@ -11,6 +13,8 @@ export const DIALECTS: Readonly<Record<string, Dialect>> = {
   // Chat before generate: when only the NDJSON content type is known, both score alike and the first wins.
   'ollama-chat': ollamaChat,
   'ollama-generate': ollamaGenerate,
+  llamacpp,
+  tgi,
 };
 
 export function getDialect(id: DialectId | string): Dialect {

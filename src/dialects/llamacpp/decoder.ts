@@ -1,0 +1,189 @@
+import { snippet } from '../../errors.ts';
+import type { ErrorEvent, FinishEvent } from '../../events/stream-event.ts';
+import type { Usage } from '../../events/usage.ts';
+import type { Frame } from '../../wire/frame.ts';
+import { parseJson } from '../../wire/parse-json.ts';
+import { type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
+import { errorFromPayload } from '../shared/error-payload.ts';
+import { isRecord, type JsonRecord, numberField, stringField } from '../shared/json-fields.ts';
+import { parseLlamacppTimings } from '../shared/llamacpp-timings.ts';
+import { parsePayload } from '../shared/parse-payload.ts';
+
+/**
+ * Decodes llama-server's native `/completion` stream (wire-formats.md §4.2): `data: {json}` events, no
+ * `[DONE]`; the last event has `"stop": true`. Reads both final-event shapes: `stop_type` (Dec 2024 on)
+ * and the `stopped_eos` / `stopped_word` / `stopped_limit` flags (before, and in forks). Only prompt 0 is
+ * read when a request held several prompts.
+ *
+ * Events, in order:
+ * - `start` (no metadata: partial events carry none) at the first event;
+ * - `usage` with `inputTokens` once, from the first partial event's `tokens_evaluated` (2025+ builds), so
+ *   the prompt size is known even when the stream is cut;
+ * - `text` per non-empty `content` (`""` is a token that completed a held-back UTF-8 sequence or stop
+ *   string, or the end-of-sequence token);
+ * - from the final event: a second `start` carrying `model` (it appears only there; the Result merges
+ *   start events), `finish`, `usage` (`tokens_evaluated`, `tokens_predicted`, `timings.cache_n`) and
+ *   `timings`. Per-token `timings` on partial events (`timings_per_token`) are progress snapshots and are
+ *   not emitted; the final event's are the totals.
+ */
+export class LlamacppDecoder implements DialectDecoder {
+  #started = false;
+  #stopped = false;
+  #errored = false;
+  #inputReported = false;
+  /** Text emitted so far, to tell a final `content` that repeats it from one that adds to it. */
+  #text = '';
+
+  get complete(): boolean {
+    return this.#stopped && !this.#errored;
+  }
+
+  /** After the final event, or after an error (the server closes the stream after either). */
+  get terminated(): boolean {
+    return this.#stopped || this.#errored;
+  }
+
+  /** The final `"stop": true` event is this dialect's terminal marker. */
+  get sawTerminator(): boolean {
+    return this.#stopped;
+  }
+
+  frame(frame: Frame, emit: Emit): void {
+    if (frame.legacyError === true || frame.event === 'error') {
+      this.#errorFrame(frame.data, emit);
+      return;
+    }
+    // Never sent by llama-server's native endpoint; tolerated (a proxy may add it).
+    if (frame.data === '[DONE]') return;
+    const payload = parsePayload('llamacpp', frame.data);
+    const error = errorFromPayload(payload);
+    if (error !== undefined) {
+      this.#errored = true;
+      emit(error);
+      return;
+    }
+    const stop = payload.stop;
+    if (typeof stop !== 'boolean') {
+      throw new DialectError('llamacpp', `an event has no boolean "stop": ${snippet(frame.data, 120)}`);
+    }
+    const index = payload.index;
+    if (typeof index === 'number' && index !== 0) return;
+    if (!this.#started) {
+      this.#started = true;
+      emit({ type: 'start' });
+    }
+    if (stop) this.#final(payload, emit);
+    else this.#partial(payload, emit);
+  }
+
+  end(_emit: Emit): void {}
+
+  /** The non-standard `error: {...}` line (before Sep 2025), or an `event: error`. */
+  #errorFrame(data: string, emit: Emit): void {
+    this.#errored = true;
+    const parsed = parseJson(data);
+    let event: ErrorEvent | undefined;
+    if (parsed.ok && isRecord(parsed.value)) {
+      const payload = parsed.value;
+      event = 'error' in payload ? errorFromPayload(payload) : errorFromPayload(payload, true);
+    }
+    emit(event ?? { type: 'error', message: data, raw: data });
+  }
+
+  #partial(payload: JsonRecord, emit: Emit): void {
+    if (!this.#inputReported) {
+      const input = numberField(payload, 'tokens_evaluated');
+      if (input !== undefined && input > 0) {
+        this.#inputReported = true;
+        emit({ type: 'usage', usage: { inputTokens: input } });
+      }
+    }
+    this.#content(payload, emit);
+  }
+
+  #final(payload: JsonRecord, emit: Emit): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    // In stream mode the final `content` is "" (already sent); if a server repeats the whole text
+    // there, only what is new is emitted.
+    this.#content(payload, emit);
+    const model = stringField(payload, 'model');
+    if (model !== undefined && model !== '') emit({ type: 'start', model });
+    emit(finishFromFinal(payload));
+    const usage = usageFromFinal(payload);
+    if (usage !== undefined) emit({ type: 'usage', usage });
+    if (isRecord(payload.timings)) emit({ type: 'timings', timings: parseLlamacppTimings(payload.timings) });
+  }
+
+  #content(payload: JsonRecord, emit: Emit): void {
+    const content = stringField(payload, 'content');
+    if (content === undefined || content === '') return;
+    const text =
+      payload.stop === true && content.startsWith(this.#text) ? content.slice(this.#text.length) : content;
+    if (text === '') return;
+    this.#text += text;
+    emit({ type: 'text', text });
+  }
+}
+
+/**
+ * The finish of a final event. `stop_type`: `eos` and `word` (+ `stopping_word`) -> stop, `limit` ->
+ * length, `none` (only on failures, wire-formats.md §4.5) -> error. The older flags are read in the
+ * order the server set them last: end-of-sequence wins over a limit reached on the same token.
+ */
+export function finishFromFinal(payload: JsonRecord): FinishEvent {
+  const word = stringField(payload, 'stopping_word');
+  const stopType = stringField(payload, 'stop_type');
+  if (stopType !== undefined) {
+    switch (stopType) {
+      case 'eos':
+        return { type: 'finish', reason: 'stop', raw: stopType };
+      case 'word':
+        return withStopSequence({ type: 'finish', reason: 'stop', raw: stopType }, word);
+      case 'limit':
+        return { type: 'finish', reason: 'length', raw: stopType };
+      case 'none':
+        return { type: 'finish', reason: 'error', raw: stopType };
+      default:
+        return { type: 'finish', reason: 'other', raw: stopType };
+    }
+  }
+  if (payload.stopped_eos === true) return { type: 'finish', reason: 'stop', raw: 'stopped_eos' };
+  if (payload.stopped_word === true) {
+    return withStopSequence({ type: 'finish', reason: 'stop', raw: 'stopped_word' }, word);
+  }
+  if (payload.stopped_limit === true) return { type: 'finish', reason: 'length', raw: 'stopped_limit' };
+  // All flags false is the old form of `stop_type: "none"`; no information at all (a `response_fields`
+  // projection) says nothing about why.
+  if (typeof payload.stopped_eos === 'boolean') return { type: 'finish', reason: 'error', raw: null };
+  return { type: 'finish', reason: 'other', raw: null };
+}
+
+function withStopSequence(finish: FinishEvent, word: string | undefined): FinishEvent {
+  if (word !== undefined && word !== '') finish.stopSequence = word;
+  return finish;
+}
+
+/**
+ * Token counts of a final event. `raw` keeps the final event's count fields (`tokens_cached` is the KV
+ * cache fill, not cached prompt tokens; `truncated` says the context ran out), so a llama.cpp encoder
+ * can write them back.
+ */
+function usageFromFinal(payload: JsonRecord): Usage | undefined {
+  const usage: Usage = {};
+  const input = numberField(payload, 'tokens_evaluated');
+  const output = numberField(payload, 'tokens_predicted');
+  if (input !== undefined) usage.inputTokens = input;
+  if (output !== undefined) usage.outputTokens = output;
+  if (isRecord(payload.timings)) {
+    const cached = numberField(payload.timings, 'cache_n');
+    if (cached !== undefined) usage.cachedInputTokens = cached;
+  }
+  if (input === undefined && output === undefined) return undefined;
+  const raw: JsonRecord = {};
+  for (const key of ['tokens_predicted', 'tokens_evaluated', 'tokens_cached', 'truncated']) {
+    if (payload[key] !== undefined) raw[key] = payload[key];
+  }
+  usage.raw = raw;
+  return usage;
+}

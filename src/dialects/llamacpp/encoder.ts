@@ -1,0 +1,247 @@
+import { mergeUsage } from '../../events/result.ts';
+import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
+import type { Timings, Usage } from '../../events/usage.ts';
+import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
+import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
+import { llamacppJson } from '../shared/llamacpp-json.ts';
+import { llamacppTimingsObject } from '../shared/llamacpp-timings.ts';
+
+/**
+ * Which llama-server to imitate on the native `/completion` stream (wire-formats.md §4.2):
+ * - `modern` (default): builds from Dec 2024 on, as in 2025–2026: partial events
+ *   `{"index","content","tokens","stop","id_slot","tokens_predicted","tokens_evaluated"}`, a final event
+ *   with `stop_type`, errors as `data: {"error":{...}}`.
+ * - `legacy`: builds up to Dec 2024 (and forks such as ik_llama.cpp): partial events
+ *   `{"content","stop","id_slot","multimodal","index"}`, a final event with the `stopped_eos` /
+ *   `stopped_word` / `stopped_limit` flags, errors as the non-SSE `error: {...}` line.
+ */
+export type LlamacppFlavor = 'modern' | 'legacy';
+
+export const LLAMACPP_FLAVORS: readonly LlamacppFlavor[] = ['modern', 'legacy'];
+
+type StopType = 'eos' | 'word' | 'limit' | 'none';
+
+/** `generation_settings` is ~50 sampling keys on a real server; the encoder writes a realistic subset. */
+const SEED_DEFAULT = 4294967295; // LLAMA_DEFAULT_SEED: a random seed was used
+const TEMPERATURE_DEFAULT = 0.800000011920929; // 0.8f widened to double, as the server writes it
+
+/**
+ * Writes llama-server's native stream from normalized events. What the events cannot carry is written
+ * as follows (and is where the bytes differ from a real server's):
+ * - `tokens` (token ids) is `[]`: the ids are unknown, and an empty list cannot be misread as real ids;
+ * - `tokens_evaluated` on partial events is the prompt size when a usage event came before the text
+ *   (a llama.cpp upstream reports it on the first partial event), else 0;
+ * - `prompt` is `""` and `generation_settings` holds `seed`, `temperature`, `n_predict` and `stream` at
+ *   the server defaults (legacy: `n_predict`, `model`, `seed`, `temperature`, `stream`);
+ * - the end-of-sequence (or stop-word) token gets its own partial event with `content: ""` before the
+ *   final event, carrying the timings in the modern flavor, as the server does; after a limit the real
+ *   server puts the timings on the last text token's event, which was already written;
+ * - `timings` is left out of the final event when no timings event came (zeros would be read as real
+ *   measurements);
+ * - `tokens_cached` (the KV cache fill) is the upstream's own value when it was a llama-server, else
+ *   prompt + generated - 1, which is what the server reports.
+ * Reasoning and tool calls are not written: the native endpoint has no fields for them.
+ */
+export class LlamacppEncoder implements DialectEncoder {
+  readonly framing = 'sse' as const;
+  readonly sseSpace = true;
+  readonly #flavor: LlamacppFlavor;
+  #model: string | undefined;
+  /** Partial events written: the server's `tokens_predicted` counter. */
+  #predicted = 0;
+  #hasNewLine = false;
+  #finish: FinishEvent | undefined;
+  #usage: Usage | undefined;
+  #timings: Timings | undefined;
+
+  constructor(options: EncoderOptions = {}) {
+    this.#flavor = options.flavor === 'legacy' ? 'legacy' : 'modern';
+    this.#model = options.model;
+  }
+
+  event(event: StreamEvent, sink: FrameSink): void {
+    switch (event.type) {
+      case 'start':
+        this.#model ??= event.model;
+        return;
+      case 'text':
+        if (event.text === '') return;
+        if (event.text.includes('\n')) this.#hasNewLine = true;
+        this.#partial(event.text, undefined, sink);
+        return;
+      case 'reasoning':
+      case 'tool-call-delta':
+      case 'tool-call':
+        return;
+      case 'finish':
+        this.#finish = event;
+        return;
+      case 'usage':
+        this.#usage = mergeUsage(this.#usage, event.usage);
+        return;
+      case 'timings':
+        this.#timings = event.timings;
+        return;
+      case 'error':
+        this.error(event, sink);
+        return;
+    }
+  }
+
+  end(sink: FrameSink): void {
+    const stopType = stopTypeOf(this.#finish);
+    const timings = this.#timings === undefined ? undefined : this.#timingsObject(this.#timings);
+    // The end-of-sequence token, or the token that completed the stop word (never sent itself).
+    if (stopType === 'eos' || stopType === 'word') {
+      this.#partial('', this.#flavor === 'modern' ? timings : undefined, sink);
+    }
+    sink(llamacppJson(this.#finalEvent(stopType, timings)));
+  }
+
+  error(error: MidStreamError, sink: FrameSink): void {
+    const status = error.status ?? 500;
+    const body = { code: status, message: error.message, type: error.errorType ?? llamacppErrorType(status) };
+    // Then the server closes the stream: no `[DONE]` on the native endpoint in either era.
+    if (this.#flavor === 'legacy') sink(JSON.stringify(body), 'legacy-error-field');
+    else sink(JSON.stringify({ error: body }));
+  }
+
+  #partial(content: string, timings: JsonRecord | undefined, sink: FrameSink): void {
+    this.#predicted += 1;
+    if (this.#flavor === 'legacy') {
+      sink(JSON.stringify({ content, stop: false, id_slot: 0, multimodal: false, index: 0 }));
+      return;
+    }
+    const event: JsonRecord = {
+      index: 0,
+      content,
+      tokens: [],
+      stop: false,
+      id_slot: -1,
+      tokens_predicted: this.#predicted,
+      tokens_evaluated: this.#usage?.inputTokens ?? 0,
+    };
+    if (timings !== undefined) event.timings = timings;
+    sink(llamacppJson(event));
+  }
+
+  #finalEvent(stopType: StopType, timings: JsonRecord | undefined): JsonRecord {
+    const model = this.#model ?? 'unknown';
+    const usage = this.#usage;
+    const output = usage?.outputTokens ?? this.#predicted;
+    const input = usage?.inputTokens ?? 0;
+    const raw = isRecord(usage?.raw) ? usage.raw : {};
+    const tokensCached =
+      typeof raw.tokens_cached === 'number' ? raw.tokens_cached : Math.max(0, input + output - 1);
+    const truncated = typeof raw.truncated === 'boolean' ? raw.truncated : false;
+    const stoppingWord = stopType === 'word' ? (this.#finish?.stopSequence ?? '') : '';
+    if (this.#flavor === 'legacy') {
+      const event: JsonRecord = {
+        content: '',
+        id_slot: 0,
+        stop: true,
+        model,
+        tokens_predicted: output,
+        tokens_evaluated: input,
+        generation_settings: {
+          n_predict: -1,
+          model,
+          seed: SEED_DEFAULT,
+          temperature: TEMPERATURE_DEFAULT,
+          stream: true,
+        },
+        prompt: '',
+        has_new_line: this.#hasNewLine,
+        truncated,
+        stopped_eos: stopType === 'eos',
+        stopped_word: stopType === 'word',
+        stopped_limit: stopType === 'limit',
+        stopping_word: stoppingWord,
+        tokens_cached: tokensCached,
+      };
+      if (timings !== undefined) event.timings = timings;
+      event.index = 0;
+      return event;
+    }
+    const event: JsonRecord = {
+      index: 0,
+      content: '',
+      tokens: [],
+      id_slot: 0,
+      stop: true,
+      model,
+      tokens_predicted: output,
+      tokens_evaluated: input,
+      generation_settings: {
+        seed: SEED_DEFAULT,
+        temperature: TEMPERATURE_DEFAULT,
+        n_predict: -1,
+        stream: true,
+      },
+      prompt: '',
+      has_new_line: this.#hasNewLine,
+      truncated,
+      stop_type: stopType,
+      stopping_word: stoppingWord,
+      tokens_cached: tokensCached,
+    };
+    if (timings !== undefined) event.timings = timings;
+    return event;
+  }
+
+  /** A llama-server's own object unchanged; otherwise built, without `cache_n` before 2025. */
+  #timingsObject(timings: Timings): JsonRecord {
+    const object = llamacppTimingsObject(timings);
+    if (object === timings.raw || this.#flavor === 'modern') return object;
+    const { cache_n: _cacheN, ...legacy } = object;
+    return legacy;
+  }
+}
+
+/** The server's stop type for a normalized finish (its own word when it came from a llama-server). */
+function stopTypeOf(finish: FinishEvent | undefined): StopType {
+  if (finish === undefined) return 'eos';
+  switch (finish.raw) {
+    case 'eos':
+    case 'stopped_eos':
+      return 'eos';
+    case 'word':
+    case 'stopped_word':
+      return 'word';
+    case 'limit':
+    case 'stopped_limit':
+      return 'limit';
+    case 'none':
+      return 'none';
+  }
+  switch (finish.reason) {
+    case 'stop':
+      return finish.stopSequence !== undefined && finish.stopSequence !== '' ? 'word' : 'eos';
+    case 'length':
+      return 'limit';
+    case 'error':
+      return 'none';
+    default:
+      return 'eos';
+  }
+}
+
+/** The error `type` llama-server pairs with a status (`format_error_response`, wire-formats.md §4.8). */
+export function llamacppErrorType(status: number): string {
+  switch (status) {
+    case 400:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 501:
+      return 'not_supported_error';
+    case 503:
+      return 'unavailable_error';
+    default:
+      return status < 500 ? 'invalid_request_error' : 'server_error';
+  }
+}

@@ -1,0 +1,93 @@
+import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
+import { RequestError } from '../dialect.ts';
+import type { JsonRecord } from '../shared/json-fields.ts';
+import {
+  extraFields,
+  optionalBoolean,
+  optionalNumber,
+  optionalStopList,
+  optionalString,
+  requireRecord,
+} from '../shared/request-fields.ts';
+
+const KNOWN = new Set([
+  'prompt',
+  'model',
+  'stream',
+  'n_predict',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_k',
+  'top_p',
+  'seed',
+  'stop',
+  'frequency_penalty',
+  'presence_penalty',
+]);
+
+/**
+ * `POST /completion` body -> normalized request (wire-formats.md §4.10). `n_predict` (aliases
+ * `max_tokens`, `max_completion_tokens`) is the output cap; a negative `n_predict` ("until end of
+ * sequence or context") and a negative `seed` ("random") have no normalized meaning and travel in
+ * `extra`, as do llama.cpp's own options (`cache_prompt`, `min_p`, `repeat_penalty`, `n_probs`…).
+ * `stop` should be a list (the server ignores a bare string); a bare string is accepted as one stop.
+ */
+export function llamacppFromBody(input: unknown): ChatRequest {
+  const body = requireRecord(input);
+  const prompt = body.prompt;
+  if (prompt === undefined || prompt === null)
+    throw new RequestError('prompt is required', { field: 'prompt' });
+  if (typeof prompt !== 'string') {
+    throw new RequestError('prompt must be a string (token-id prompts and prompt lists are not supported)', {
+      field: 'prompt',
+    });
+  }
+  const request: ChatRequest = { prompt };
+  const extra = extraFields(body, KNOWN) ?? {};
+  request.model = optionalString(body, 'model');
+  const nPredict = optionalNumber(body, 'n_predict', { integer: true });
+  if (nPredict !== undefined && nPredict < 0) extra.n_predict = nPredict;
+  else request.maxTokens = nPredict;
+  request.maxTokens ??=
+    optionalNumber(body, 'max_tokens', { integer: true, min: 0 }) ??
+    optionalNumber(body, 'max_completion_tokens', { integer: true, min: 0 });
+  request.temperature = optionalNumber(body, 'temperature', { min: 0 });
+  request.topK = optionalNumber(body, 'top_k', { integer: true });
+  request.topP = optionalNumber(body, 'top_p', { min: 0, max: 1 });
+  const seed = optionalNumber(body, 'seed', { integer: true });
+  if (seed !== undefined && seed < 0) extra.seed = seed;
+  else request.seed = seed;
+  request.stop = optionalStopList(body, 'stop');
+  request.frequencyPenalty = optionalNumber(body, 'frequency_penalty');
+  request.presencePenalty = optionalNumber(body, 'presence_penalty');
+  request.stream = optionalBoolean(body, 'stream');
+  if (Object.keys(extra).length > 0) request.extra = extra;
+  return dropUndefined(request);
+}
+
+/**
+ * Normalized request -> `POST /completion` body (streaming). Chat turns are rendered with
+ * `renderPrompt`; tools and reasoning have no native field and are left out.
+ */
+export function llamacppToBody(request: ChatRequest): JsonRecord {
+  const body: JsonRecord = { prompt: renderPrompt(request), stream: true };
+  if (request.model !== undefined) body.model = request.model;
+  if (request.maxTokens !== undefined) body.n_predict = request.maxTokens;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.topK !== undefined) body.top_k = request.topK;
+  if (request.topP !== undefined) body.top_p = request.topP;
+  if (request.seed !== undefined) body.seed = request.seed;
+  if (request.stop !== undefined) body.stop = request.stop;
+  if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty;
+  if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty;
+  for (const [key, value] of Object.entries(request.extra ?? {})) {
+    if (key !== 'stream' && !(key in body)) body[key] = value;
+  }
+  return body;
+}
+
+function dropUndefined<T extends object>(value: T): T {
+  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
+  return value;
+}

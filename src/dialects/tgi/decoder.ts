@@ -1,0 +1,105 @@
+import { snippet } from '../../errors.ts';
+import { unifyFinishReason } from '../../events/finish-reason.ts';
+import type { Usage } from '../../events/usage.ts';
+import type { Frame } from '../../wire/frame.ts';
+import { type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
+import { errorFromPayload } from '../shared/error-payload.ts';
+import { isRecord, type JsonRecord, numberField, stringField } from '../shared/json-fields.ts';
+import { parsePayload } from '../shared/parse-payload.ts';
+
+/**
+ * Decodes TGI's native `/generate_stream` (and `POST /` with `stream: true`) stream (wire-formats.md
+ * §5.2): one `data:` event per token, `{"index","token":{"id","text","logprob","special"},
+ * ["top_tokens",]"generated_text","details"}`, no terminator; the last event has a non-null
+ * `generated_text` (and `details` when the request asked for them). Very old TGI had no `index`.
+ *
+ * - A `special: true` token (`<|eot_id|>`, `</s>`…) is never text. Old TGI without `special`: a final
+ *   token whose text does not end `generated_text` is taken as the end-of-sequence token.
+ * - A token with text `""` (it ends mid-character; the next token carries the character) emits nothing.
+ * - The final token's text is part of the answer (after a length or stop-sequence finish, TGI includes
+ *   the stop sequence in the text; it does not say which sequence it was).
+ * - `details`: `finish_reason` (`eos_token`, `stop_sequence`, `length`) -> finish; `input_length`
+ *   (`prompt_tokens` before 1.0) and `generated_tokens` -> usage. Without details, a special final token
+ *   still means the model ended (`stop`, raw null); otherwise no finish is emitted.
+ * - `{"error": "...", "error_type": "..."}` (also validation and overload errors, as the first event of
+ *   a 200) -> an error event; the server then closes the stream.
+ */
+export class TgiDecoder implements DialectDecoder {
+  #started = false;
+  #finished = false;
+  #errored = false;
+
+  get complete(): boolean {
+    return this.#finished && !this.#errored;
+  }
+
+  /** After the `generated_text` event, or after an error (TGI closes the stream after either). */
+  get terminated(): boolean {
+    return this.#finished || this.#errored;
+  }
+
+  /** The event with a non-null `generated_text` is this dialect's terminal marker. */
+  get sawTerminator(): boolean {
+    return this.#finished;
+  }
+
+  frame(frame: Frame, emit: Emit): void {
+    // Never sent on /generate_stream; tolerated (a proxy may add it).
+    if (frame.data === '[DONE]') return;
+    const payload = parsePayload('tgi', frame.data);
+    const error = errorFromPayload(payload, frame.legacyError === true);
+    if (error !== undefined || frame.event === 'error') {
+      this.#errored = true;
+      emit(error ?? { type: 'error', message: frame.data, raw: payload });
+      return;
+    }
+    const token = payload.token;
+    const generated = payload.generated_text;
+    if (!isRecord(token) && typeof generated !== 'string') {
+      throw new DialectError(
+        'tgi',
+        `an event has no "token" or "generated_text": ${snippet(frame.data, 120)}`,
+      );
+    }
+    if (!this.#started) {
+      this.#started = true;
+      emit({ type: 'start' });
+    }
+    const final = typeof generated === 'string';
+    const special = isRecord(token) && isSpecial(token, final ? generated : undefined);
+    if (isRecord(token) && !special) {
+      const text = stringField(token, 'text');
+      if (text !== undefined && text !== '') emit({ type: 'text', text });
+    }
+    if (final && !this.#finished) {
+      this.#finished = true;
+      this.#final(payload, special, emit);
+    }
+  }
+
+  end(_emit: Emit): void {}
+
+  #final(payload: JsonRecord, specialToken: boolean, emit: Emit): void {
+    const details = payload.details;
+    if (!isRecord(details)) {
+      if (specialToken) emit({ type: 'finish', reason: 'stop', raw: null });
+      return;
+    }
+    const raw = stringField(details, 'finish_reason');
+    if (raw !== undefined) emit({ type: 'finish', reason: unifyFinishReason(raw), raw });
+    const usage: Usage = { raw: details };
+    const input = numberField(details, 'input_length') ?? numberField(details, 'prompt_tokens');
+    const output = numberField(details, 'generated_tokens');
+    if (input !== undefined) usage.inputTokens = input;
+    if (output !== undefined) usage.outputTokens = output;
+    if (input !== undefined || output !== undefined) emit({ type: 'usage', usage });
+  }
+}
+
+function isSpecial(token: JsonRecord, generatedText: string | undefined): boolean {
+  if (typeof token.special === 'boolean') return token.special;
+  // Before `special` existed, the end-of-sequence token's text (`</s>`) was in the last event only,
+  // and `generated_text` leaves it out.
+  const text = stringField(token, 'text');
+  return generatedText !== undefined && text !== undefined && text !== '' && !generatedText.endsWith(text);
+}

@@ -1,0 +1,110 @@
+import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
+import { RequestError } from '../dialect.ts';
+import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
+import {
+  extraFields,
+  optionalBoolean,
+  optionalNumber,
+  optionalStopList,
+  requireRecord,
+} from '../shared/request-fields.ts';
+
+const KNOWN = new Set(['inputs', 'parameters', 'stream']);
+const KNOWN_PARAMETERS = new Set([
+  'max_new_tokens',
+  'temperature',
+  'top_k',
+  'top_p',
+  'seed',
+  'stop',
+  'frequency_penalty',
+]);
+
+/**
+ * `POST /generate_stream` (or `POST /` with `stream`) body -> normalized request:
+ * `{"inputs": "...", "parameters": {...}, "stream"?: bool}`. Validated as TGI's router does:
+ * `max_new_tokens`, `temperature` and `top_k` strictly positive, `top_p` strictly between 0 and 1.
+ * TGI's other parameters (`details`, `do_sample`, `return_full_text`, `repetition_penalty`,
+ * `truncate`, `grammar`…) travel in `extra.parameters`; other top-level fields in `extra`.
+ */
+export function tgiFromBody(input: unknown): ChatRequest {
+  const body = requireRecord(input);
+  const inputs = body.inputs;
+  if (inputs === undefined || inputs === null)
+    throw new RequestError('inputs is required', { field: 'inputs' });
+  if (typeof inputs !== 'string') throw new RequestError('inputs must be a string', { field: 'inputs' });
+  const request: ChatRequest = { prompt: inputs };
+  request.stream = optionalBoolean(body, 'stream');
+  const extra = extraFields(body, KNOWN) ?? {};
+  const parameters = body.parameters;
+  if (parameters !== undefined && parameters !== null) {
+    if (!isRecord(parameters))
+      throw new RequestError('parameters must be an object', { field: 'parameters' });
+    const p = (key: string) => `parameters.${key}`;
+    request.maxTokens = optionalNumber(parameters, 'max_new_tokens', {
+      path: p('max_new_tokens'),
+      integer: true,
+      min: 1,
+    });
+    request.temperature = strictlyPositive(parameters, 'temperature');
+    request.topK = strictlyPositive(parameters, 'top_k', true);
+    const topP = optionalNumber(parameters, 'top_p', { path: p('top_p') });
+    if (topP !== undefined && !(topP > 0 && topP < 1)) {
+      throw new RequestError('parameters.top_p must be > 0.0 and < 1.0', { field: p('top_p') });
+    }
+    request.topP = topP;
+    request.seed = optionalNumber(parameters, 'seed', { path: p('seed'), integer: true, min: 0 });
+    request.stop = optionalStopList(parameters, 'stop', p('stop'));
+    request.frequencyPenalty = optionalNumber(parameters, 'frequency_penalty', {
+      path: p('frequency_penalty'),
+    });
+    for (const key of ['details', 'do_sample', 'return_full_text', 'decoder_input_details', 'watermark']) {
+      optionalBoolean(parameters, key, p(key));
+    }
+    const rest = extraFields(parameters, KNOWN_PARAMETERS);
+    if (rest !== undefined) extra.parameters = rest;
+  }
+  if (Object.keys(extra).length > 0) request.extra = extra;
+  return dropUndefined(request);
+}
+
+/**
+ * Normalized request -> TGI body (streaming). Chat turns are rendered with `renderPrompt`. Values TGI
+ * would reject are translated: temperature 0 becomes greedy decoding (`do_sample: false`), and a `top_p`
+ * of 1 (or ≤ 0), a `top_k` ≤ 0, a negative seed and a cap below 1 are left out. `details: true` is asked
+ * for unless the request says otherwise: it is where the finish reason and the token counts come from.
+ * `stream: true` lets the same body work on `POST /`.
+ */
+export function tgiToBody(request: ChatRequest): JsonRecord {
+  const parameters: JsonRecord = {};
+  if (request.maxTokens !== undefined && request.maxTokens >= 1)
+    parameters.max_new_tokens = request.maxTokens;
+  if (request.temperature !== undefined) {
+    if (request.temperature > 0) parameters.temperature = request.temperature;
+    else parameters.do_sample = false;
+  }
+  if (request.topK !== undefined && request.topK > 0) parameters.top_k = request.topK;
+  if (request.topP !== undefined && request.topP > 0 && request.topP < 1) parameters.top_p = request.topP;
+  if (request.seed !== undefined && request.seed >= 0) parameters.seed = request.seed;
+  if (request.stop !== undefined) parameters.stop = request.stop;
+  if (request.frequencyPenalty !== undefined) parameters.frequency_penalty = request.frequencyPenalty;
+  const extra = request.extra ?? {};
+  if (isRecord(extra.parameters)) Object.assign(parameters, extra.parameters);
+  parameters.details ??= true;
+  const body: JsonRecord = { inputs: renderPrompt(request), parameters, stream: true };
+  for (const [key, value] of Object.entries(extra)) if (!(key in body)) body[key] = value;
+  return body;
+}
+
+function strictlyPositive(parameters: JsonRecord, key: string, integer = false): number | undefined {
+  const path = `parameters.${key}`;
+  const value = optionalNumber(parameters, key, { path, integer });
+  if (value !== undefined && value <= 0)
+    throw new RequestError(`${path} must be strictly positive`, { field: path });
+  return value;
+}
+
+function dropUndefined<T extends object>(value: T): T {
+  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
+  return value;
+}
