@@ -16,8 +16,11 @@ import { MetricsRecorder } from './metrics-recorder.ts';
 import { Deadlines, type TimeoutKind, type TimeoutOptions } from './timeouts.ts';
 
 export interface StreamOptions {
-  /** The fetch to use (a test server's handler, a proxy-aware fetch…). Default: global fetch. */
-  fetch?: ((input: string | URL | Request, init?: RequestInit) => Promise<Response>) | undefined;
+  /**
+   * The fetch to use: a proxy-aware fetch, or any `(Request) => Response` handler (the simulator or the
+   * gateway in-process). It is called with one Request. Default: global fetch.
+   */
+  fetch?: ((request: Request) => Promise<Response> | Response) | undefined;
   /** Abort the request; the server sees its connection close. */
   signal?: AbortSignal | undefined;
   timeouts?: TimeoutOptions | undefined;
@@ -46,6 +49,8 @@ export interface StreamOptions {
 /** Internal hooks used by the async-iterable wrapper. */
 export interface RunHooks {
   onEvent?: ((event: StreamEvent) => void) | undefined;
+  /** Called after each read's events were delivered (a relay flushes its encoder here). */
+  afterChunk?: (() => void) | undefined;
   /** Called after each read; a returned promise pauses reading until it settles (backpressure). */
   backpressure?: (() => Promise<void> | undefined) | undefined;
   /** A signal the wrapper aborts when its consumer stops early. */
@@ -94,10 +99,13 @@ export async function runStream(
 
   const fetchFn = options.fetch ?? globalThis.fetch;
   let response: Response;
+  const init: RequestInit = { method: prepared.method, headers: prepared.headers, signal };
+  if (prepared.body !== undefined) init.body = prepared.body;
+  // Held until the stream ends: undici follows an abort from the Request we pass to the one it sends
+  // only while ours is alive, so a collected Request would silently lose the cancel.
+  const outgoing = new Request(prepared.url, init);
   try {
-    const init: RequestInit = { method: prepared.method, headers: prepared.headers, signal };
-    if (prepared.body !== undefined) init.body = prepared.body;
-    response = await fetchFn(prepared.url, init);
+    response = await fetchFn(outgoing);
   } catch (cause) {
     deadlines.stop();
     throw requestFailure(prepared, expired, options.signal, hooks.consumerSignal, cause);
@@ -124,6 +132,7 @@ export async function runStream(
     await reader.read(signal);
   } finally {
     deadlines.stop();
+    keepAlive(outgoing);
   }
   const outcome = reader.outcome(expired, options.signal, hooks.consumerSignal);
   const result = reader.builder.build({
@@ -243,6 +252,7 @@ class StreamReader {
           chunk = joined;
         }
         if (!this.#feed(chunk)) break;
+        this.#hooks.afterChunk?.();
         if (this.#decoder?.terminated === true) break;
         const pause = this.#hooks.backpressure?.();
         if (pause !== undefined) await pause;
@@ -512,4 +522,9 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   out.set(a, 0);
   out.set(b, a.length);
   return out;
+}
+
+/** Keeps a value reachable up to this call (see the comment on `outgoing`). */
+function keepAlive(value: unknown): void {
+  if (value === null) throw new Error('unreachable');
 }

@@ -54,10 +54,16 @@ export interface ToolDefinition {
   parameters?: unknown;
 }
 
-/** Renders chat turns as one prompt for completion-style upstreams (a plain, documented template). */
+/**
+ * Renders chat turns as one prompt for completion-style upstreams (a plain, documented template:
+ * `role: content` lines, then `assistant:`). A single user turn is its own content, so a bare prompt
+ * survives chat -> completion -> chat translation unchanged.
+ */
 export function renderPrompt(request: ChatRequest): string {
-  if (request.messages === undefined || request.messages.length === 0) return request.prompt ?? '';
-  const lines = request.messages.map((message) => `${message.role}: ${message.content}`);
+  const messages = request.messages;
+  if (messages === undefined || messages.length === 0) return request.prompt ?? '';
+  if (messages.length === 1 && messages[0]!.role === 'user') return messages[0]!.content;
+  const lines = messages.map((message) => `${message.role}: ${message.content}`);
   return `${lines.join('\n')}\nassistant:`;
 }
 

@@ -359,7 +359,10 @@ describe('tgi dialect', () => {
 
   it('renders chat turns and turns values TGI would refuse into what it accepts', () => {
     const body = tgi.toRequestBody({
-      messages: [{ role: 'user', content: 'Hi' }],
+      messages: [
+        { role: 'system', content: 'Be brief' },
+        { role: 'user', content: 'Hi' },
+      ],
       maxTokens: 16,
       temperature: 0,
       topP: 1,
@@ -367,7 +370,7 @@ describe('tgi dialect', () => {
       seed: -1,
     });
     assert.deepEqual(body, {
-      inputs: 'user: Hi\nassistant:',
+      inputs: 'system: Be brief\nuser: Hi\nassistant:',
       parameters: { max_new_tokens: 16, do_sample: false, details: true },
       stream: true,
     });

@@ -1,0 +1,18 @@
+export type { FlushPolicy } from './coalescer.ts';
+export type { Gateway, GatewayOptions, RequestLog } from './create-gateway.ts';
+export { createGateway } from './create-gateway.ts';
+export type { StreamOutcome } from './gateway-metrics.ts';
+export { GatewayMetrics } from './gateway-metrics.ts';
+export type { MemoryResumeStoreOptions } from './memory-resume-store.ts';
+export { MemoryResumeStore } from './memory-resume-store.ts';
+export type {
+  ClosingStatus,
+  ResumeStore,
+  ResumeSubscription,
+  StoredFrame,
+  StoredStatus,
+  StreamMeta,
+} from './resume-store.ts';
+export { formatEventId, parseEventId, ResumeGapError } from './resume-store.ts';
+export type { FetchLike, Upstream } from './upstream.ts';
+export { pickUpstreamDialect } from './upstream.ts';

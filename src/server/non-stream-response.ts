@@ -1,0 +1,122 @@
+import type { DialectId } from '../dialects/dialect.ts';
+import type { Result } from '../events/result.ts';
+
+/**
+ * The single JSON answer a dialect's server sends for `stream: false`, built from a streamed Result
+ * (the gateway always streams from its upstream, then aggregates for clients that asked for one object).
+ */
+export function nonStreamBody(
+  dialect: DialectId,
+  result: Result,
+  model: string,
+  now: number,
+): Record<string, unknown> {
+  const created = Math.floor(now / 1000);
+  const finish = openAiFinish(result);
+  const usage = {
+    prompt_tokens: result.usage?.inputTokens ?? 0,
+    completion_tokens: result.usage?.outputTokens ?? result.metrics.outputTokens ?? 0,
+    total_tokens:
+      (result.usage?.inputTokens ?? 0) + (result.usage?.outputTokens ?? result.metrics.outputTokens ?? 0),
+  };
+  switch (dialect) {
+    case 'openai-chat': {
+      const message: Record<string, unknown> = { role: 'assistant', content: result.text };
+      if (result.reasoning !== '') message.reasoning_content = result.reasoning;
+      if (result.toolCalls.length > 0) {
+        message.tool_calls = result.toolCalls.map((call) => ({
+          id: call.id,
+          type: 'function',
+          function: { name: call.name, arguments: call.arguments },
+        }));
+      }
+      return {
+        id: result.id ?? `chatcmpl-${created}`,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+        usage,
+      };
+    }
+    case 'openai-completions':
+      return {
+        id: result.id ?? `cmpl-${created}`,
+        object: 'text_completion',
+        created,
+        model,
+        choices: [{ index: 0, text: result.text, logprobs: null, finish_reason: finish }],
+        usage,
+      };
+    case 'ollama-chat':
+    case 'ollama-generate': {
+      const body: Record<string, unknown> = { model, created_at: new Date(now).toISOString() };
+      if (dialect === 'ollama-chat') {
+        const message: Record<string, unknown> = { role: 'assistant', content: result.text };
+        if (result.reasoning !== '') message.thinking = result.reasoning;
+        if (result.toolCalls.length > 0) {
+          message.tool_calls = result.toolCalls.map((call, index) => ({
+            id: call.id,
+            function: { index, name: call.name, arguments: call.input ?? {} },
+          }));
+        }
+        body.message = message;
+      } else {
+        body.response = result.text;
+        if (result.reasoning !== '') body.thinking = result.reasoning;
+      }
+      body.done = true;
+      body.done_reason = result.finishReason === 'length' ? 'length' : 'stop';
+      const t = result.timings;
+      const ns = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 1e6));
+      const metrics: Record<string, number | undefined> = {
+        total_duration: ns(t?.totalMs ?? result.metrics.totalMs),
+        load_duration: ns(t?.loadMs),
+        prompt_eval_count: result.usage?.inputTokens,
+        prompt_eval_duration: ns(t?.promptEvalMs),
+        eval_count: result.usage?.outputTokens ?? result.metrics.outputTokens,
+        eval_duration: ns(t?.evalMs),
+      };
+      for (const [key, value] of Object.entries(metrics))
+        if (value !== undefined && value !== 0) body[key] = value;
+      return body;
+    }
+    case 'llamacpp':
+      return {
+        index: 0,
+        content: result.text,
+        tokens: [],
+        id_slot: 0,
+        stop: true,
+        model,
+        tokens_predicted: usage.completion_tokens,
+        tokens_evaluated: usage.prompt_tokens,
+        stop_type:
+          result.finishReason === 'length' ? 'limit' : result.stopSequence !== undefined ? 'word' : 'eos',
+        stopping_word: result.stopSequence ?? '',
+      };
+    case 'tgi':
+      return {
+        generated_text: result.text,
+        details: {
+          finish_reason:
+            result.finishReason === 'length' ? 'length' : result.stopSequence ? 'stop_sequence' : 'eos_token',
+          generated_tokens: usage.completion_tokens,
+          seed: null,
+        },
+      };
+  }
+}
+
+function openAiFinish(result: Result): string {
+  switch (result.finishReason) {
+    case 'length':
+      return 'length';
+    case 'tool-calls':
+      return 'tool_calls';
+    case 'content-filter':
+      return 'content_filter';
+    default:
+      return 'stop';
+  }
+}

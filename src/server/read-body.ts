@@ -1,0 +1,57 @@
+import { TokenwireError } from '../errors.ts';
+
+export class BodyError extends TokenwireError {
+  readonly status: number;
+  constructor(status: number, code: string, message: string) {
+    super(code, message);
+    this.name = 'BodyError';
+    this.status = status;
+  }
+}
+
+/** Reads a JSON request body, refusing more than `limit` bytes (413) and anything but JSON (400). */
+export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+  const declared = Number(request.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) {
+    throw new BodyError(413, 'body-too-large', `the request body is larger than the limit of ${limit} bytes`);
+  }
+  if (request.body === null) throw new BodyError(400, 'invalid-json', 'the request needs a JSON body');
+  const reader = request.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const next = await reader.read();
+    if (next.done) break;
+    size += next.value.length;
+    if (size > limit) {
+      reader.cancel().catch(() => {});
+      throw new BodyError(
+        413,
+        'body-too-large',
+        `the request body is larger than the limit of ${limit} bytes`,
+      );
+    }
+    parts.push(next.value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new BodyError(400, 'invalid-json', 'the request body is not valid UTF-8');
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new BodyError(
+      400,
+      'invalid-json',
+      `the request body is not valid JSON: ${(error as Error).message}`,
+    );
+  }
+}

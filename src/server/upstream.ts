@@ -1,0 +1,42 @@
+import type { TimeoutOptions } from '../client/timeouts.ts';
+import type { DialectId } from '../dialects/dialect.ts';
+import type { ChatRequest } from '../events/chat-request.ts';
+
+/** A fetch, or any web-standard handler: called with one Request. */
+export type FetchLike = (request: Request) => Promise<Response> | Response;
+
+/** A server the gateway fronts: a real vLLM / llama-server / TGI / Ollama, or the in-process simulator. */
+export interface Upstream {
+  /** Shown in metrics and logs. */
+  name: string;
+  /** Base URL without a path, e.g. `http://127.0.0.1:8000`. */
+  url: string;
+  /** The dialects it speaks, best first. The gateway uses the client's own dialect when it is listed. */
+  dialects: readonly DialectId[];
+  /** The fetch to reach it (the simulator's handler in-process). Default: global fetch. */
+  fetch?: FetchLike | undefined;
+  /** Headers sent upstream, such as credentials. Never echoed to clients, logged or put in metrics. */
+  headers?: Record<string, string> | undefined;
+  /** Models to list on /v1/models and /api/tags. */
+  models?: readonly string[] | undefined;
+  /** Timeouts for the upstream call (idle, first byte…). */
+  timeouts?: TimeoutOptions | undefined;
+}
+
+const CHAT_DIALECTS: readonly DialectId[] = ['openai-chat', 'ollama-chat'];
+
+/**
+ * Which of the upstream's dialects to call for a request that arrived in `incoming`: the same one when
+ * the upstream speaks it (no translation at all), else a chat dialect for chat turns and a completion
+ * dialect for bare prompts, else the upstream's first.
+ */
+export function pickUpstreamDialect(
+  upstream: Upstream,
+  incoming: DialectId,
+  request: ChatRequest,
+): DialectId {
+  if (upstream.dialects.includes(incoming)) return incoming;
+  const chat = request.messages !== undefined && request.messages.length > 0;
+  const wanted = chat ? CHAT_DIALECTS : upstream.dialects.filter((d) => !CHAT_DIALECTS.includes(d));
+  return upstream.dialects.find((d) => wanted.includes(d)) ?? upstream.dialects[0]!;
+}

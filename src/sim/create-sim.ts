@@ -1,0 +1,201 @@
+import type { Dialect } from '../dialects/dialect.ts';
+import { RequestError } from '../dialects/dialect.ts';
+import { DIALECTS, dialectForPath } from '../dialects/registry.ts';
+import type { ChatRequest } from '../events/chat-request.ts';
+import { renderPrompt } from '../events/chat-request.ts';
+import { type Faults, formatFaults, mergeFaults, parseFaults } from './faults.ts';
+import { hashSeed } from './prng.ts';
+import { infoRoute, notFoundResponse } from './routes.ts';
+import { FAULT_HEADER, FLAVOR_HEADER, type SimOptions } from './sim-options.ts';
+import { type SimOutcome, type SimRequestRecord, type SimStats, SimStatsRecorder } from './sim-stats.ts';
+import { simStream } from './sim-stream.ts';
+import { realSleep } from './sleep.ts';
+import { resolveTiming } from './timing.ts';
+import { loadTokenizer } from './tokenizer.ts';
+
+export interface Sim {
+  /** A web-standard handler: every dialect endpoint, `/v1/models`, `/api/tags`, `/health`. */
+  fetch(request: Request): Promise<Response>;
+  /** Live counters. */
+  readonly stats: SimStats;
+  /** Resolves when no request is in flight (for tests). */
+  idle(): Promise<void>;
+}
+
+const DEFAULT_MAX_TOKENS = 200;
+
+/**
+ * The simulated model: a `fetch` handler that speaks every registered dialect like the real servers,
+ * deterministic for a seed, with fault injection. Only streaming is simulated: a request with
+ * `"stream": false` gets a 400 in the dialect's error shape (a request that leaves `stream` out is
+ * streamed, even on OpenAI routes where the real default is not to stream).
+ */
+export function createSim(options: SimOptions = {}): Sim {
+  const seed = options.seed ?? 1;
+  const models = options.models !== undefined && options.models.length > 0 ? [...options.models] : ['sim'];
+  const timing = resolveTiming(options.timing);
+  const serverFaults = parseFaults(options.faults ?? '');
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? realSleep;
+  const defaultMaxTokens = options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
+  const flavors = options.flavors ?? {};
+  for (const [id, flavor] of Object.entries(flavors)) {
+    const dialect = DIALECTS[id];
+    if (dialect !== undefined && flavor !== undefined && !dialect.flavors.includes(flavor)) {
+      throw new RangeError(
+        `unknown flavor ${JSON.stringify(flavor)} for ${id}; known: ${dialect.flavors.join(', ')}`,
+      );
+    }
+  }
+  const recorder = new SimStatsRecorder();
+  const createdAt = now();
+  /** When each model name is loaded (clock ms): the cold start is paid once per name. */
+  const readyAt = new Map<string, number>();
+  let counter = 0;
+
+  async function generate(dialect: Dialect, request: Request): Promise<Response> {
+    const startedAt = now();
+    counter += 1;
+    const record: SimRequestRecord = {
+      id: `sim-${counter}`,
+      dialect: dialect.id,
+      model: '',
+      outcome: 'failed',
+      outputTokens: 0,
+      startedAt,
+      endedAt: startedAt,
+      faults: '',
+      headers: Object.fromEntries(request.headers),
+    };
+    recorder.begin();
+    let ended = false;
+    const end = (outcome: SimOutcome, outputTokens: number): void => {
+      if (ended) return;
+      ended = true;
+      record.outcome = outcome;
+      record.outputTokens = outputTokens;
+      record.endedAt = now();
+      recorder.end(record);
+    };
+    const fail = (status: number, message: string, headers: Record<string, string> = {}): Response => {
+      end('failed', 0);
+      const error = dialect.errorResponse({ status, message });
+      return new Response(error.body, {
+        status: error.status,
+        headers: { 'content-type': error.contentType, ...headers },
+      });
+    };
+
+    try {
+      let body: unknown;
+      try {
+        body = JSON.parse(await request.text());
+      } catch (error) {
+        return fail(400, `the request body is not valid JSON: ${(error as Error).message}`);
+      }
+      let chat: ChatRequest;
+      try {
+        chat = dialect.fromRequestBody(body);
+      } catch (error) {
+        if (error instanceof RequestError) return fail(error.status, error.message);
+        throw error;
+      }
+      const requested = chat.model ?? models[0] ?? 'sim';
+      const at = requested.indexOf('@');
+      const model = at === -1 ? requested : requested.slice(0, at);
+      record.model = model;
+      let faults: Faults;
+      try {
+        faults = mergeFaults(
+          serverFaults,
+          parseFaults(request.headers.get(FAULT_HEADER) ?? ''),
+          parseFaults(at === -1 ? '' : requested.slice(at + 1)),
+        );
+      } catch (error) {
+        return fail(400, `tokenwire sim: ${(error as Error).message}`);
+      }
+      record.faults = formatFaults(faults);
+      const flavor = request.headers.get(FLAVOR_HEADER) ?? flavors[dialect.id] ?? dialect.flavors[0] ?? '';
+      if (dialect.flavors.length > 0 && !dialect.flavors.includes(flavor)) {
+        return fail(
+          400,
+          `tokenwire sim: unknown ${FLAVOR_HEADER} ${JSON.stringify(flavor)} for ${dialect.id}; known: ${dialect.flavors.join(', ')}`,
+        );
+      }
+
+      if (faults.slowHeaders !== undefined) {
+        await sleep(faults.slowHeaders, request.signal);
+        if (request.signal.aborted) {
+          end('cancelled', 0);
+          return new Response(null, { status: 499 });
+        }
+      }
+      if (faults.status !== undefined) {
+        const retry: Record<string, string> =
+          faults.status === 429 || faults.status === 503 ? { 'retry-after': '1' } : {};
+        return fail(faults.status, `tokenwire sim: simulated HTTP ${faults.status} (fault status)`, retry);
+      }
+      if (chat.stream === false) {
+        return fail(400, 'tokenwire sim: only streaming is simulated; send "stream": true or leave it out');
+      }
+
+      const ready = readyAt.get(model);
+      if (ready === undefined) readyAt.set(model, startedAt + timing.loadMs);
+      const loadWaitMs = ready === undefined ? timing.loadMs : Math.max(0, ready - startedAt);
+      const headers = new Headers(dialect.responseHeaders(flavor));
+      if (faults.contentType !== undefined) {
+        if (faults.contentType === '') headers.delete('content-type');
+        else headers.set('content-type', faults.contentType);
+      }
+      const stream = simStream({
+        dialect,
+        flavor,
+        model,
+        request: chat,
+        faults,
+        timing: {
+          ...timing,
+          tokensPerSecond: faults.tps ?? timing.tokensPerSecond,
+          ttftMs: faults.ttft ?? timing.ttftMs,
+        },
+        seed: hashSeed(seed, chat.seed, model, renderPrompt(chat), JSON.stringify(chat.tools ?? null)),
+        // Negative caps (Ollama's -1 "no limit", -2 "fill the context") fall back to the default.
+        maxTokens: chat.maxTokens !== undefined && chat.maxTokens >= 0 ? chat.maxTokens : defaultMaxTokens,
+        startedAt,
+        loadWaitMs,
+        source: request,
+        now,
+        sleep,
+        tokenizer: loadTokenizer(),
+        onEnd: end,
+      });
+      return new Response(stream, { status: 200, headers });
+    } catch (error) {
+      // A bug, not a simulated failure: say so plainly.
+      return fail(500, `tokenwire sim: internal error: ${(error as Error).message}`);
+    }
+  }
+
+  return {
+    fetch: async (request: Request): Promise<Response> => {
+      const path = new URL(request.url).pathname;
+      const info = infoRoute(request.method, path, { models, createdAt });
+      if (info !== undefined) return info;
+      const dialect = dialectForPath(path);
+      if (dialect === undefined) return notFoundResponse(request.method, path);
+      if (request.method !== 'POST') {
+        const error = dialect.errorResponse({
+          status: 405,
+          message: `${request.method} is not allowed; use POST`,
+        });
+        return new Response(error.body, {
+          status: error.status,
+          headers: { 'content-type': error.contentType, allow: 'POST' },
+        });
+      }
+      return generate(dialect, request);
+    },
+    stats: recorder.stats,
+    idle: () => recorder.idle(),
+  };
+}

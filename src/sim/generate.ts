@@ -1,0 +1,193 @@
+import type { DialectId } from '../dialects/dialect.ts';
+import {
+  type ChatRequest,
+  renderPrompt,
+  requestMessages,
+  type ToolDefinition,
+} from '../events/chat-request.ts';
+import type { FinishEvent } from '../events/stream-event.ts';
+import { type CorpusUnit, corpusUnits, tokenizeToBytes } from './corpus-units.ts';
+import type { Faults } from './faults.ts';
+import { mulberry32, type Rng, randomHexFrom, randomInt } from './prng.ts';
+import { type EndKind, simFinish } from './sim-finish.ts';
+import type { SimTokenizer } from './tokenizer.ts';
+import { toolArguments } from './tool-arguments.ts';
+
+/** One output token and what it releases. */
+export interface PlannedToken {
+  readonly channel: 'reasoning' | 'text' | 'tool';
+  /**
+   * The text this token releases: '' when it ends inside a UTF-8 character (the character goes out
+   * with the token that completes it) or is held back before a stop string. For `tool`, a piece of
+   * the arguments JSON; the first tool token stands for the call's name and releases ''.
+   */
+  readonly text: string;
+}
+
+export interface PlannedToolCall {
+  readonly index: number;
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
+  readonly input: unknown;
+  /** False when the output cap cut the arguments short: no complete `tool-call` event then. */
+  readonly complete: boolean;
+}
+
+/** A whole answer, decided before the first token is paced out. Deterministic for its inputs. */
+export interface GenerationPlan {
+  readonly inputTokens: number;
+  readonly tokens: readonly PlannedToken[];
+  readonly reasoningTokens: number;
+  readonly toolCall?: PlannedToolCall | undefined;
+  readonly finish: FinishEvent;
+}
+
+export interface PlanInput {
+  tokenizer: SimTokenizer;
+  request: ChatRequest;
+  /** Already mixes the sim's seed, the request's seed and the prompt. */
+  seed: number;
+  maxTokens: number;
+  faults: Faults;
+  dialect: DialectId;
+  flavor: string;
+}
+
+const MAX_ANSWER_TOKENS = 400;
+
+export function planGeneration(input: PlanInput): GenerationPlan {
+  const { tokenizer, request, faults } = input;
+  const rng = mulberry32(input.seed);
+  const units = corpusUnits(tokenizer);
+  let inputTokens = tokenizer.encode(renderPrompt(request)).length;
+  if (request.tools !== undefined && request.tools.length > 0) {
+    inputTokens += tokenizer.encode(JSON.stringify(request.tools)).length;
+  }
+
+  const reasoning: PlannedToken[] = wantsReasoning(request.reasoning)
+    ? pieces(answerBytes(units.reasoning, rng, 16, 40)).map((text) => ({ channel: 'reasoning', text }))
+    : [];
+
+  let body: PlannedToken[];
+  let end: EndKind;
+  let stopSequence: string | undefined;
+  let toolCall: PlannedToolCall | undefined;
+  const tool = chosenTool(request);
+  if (tool !== undefined) {
+    const args = toolArguments(tool.parameters, rng);
+    const json = JSON.stringify(args);
+    toolCall = {
+      index: 0,
+      id: `call_${randomHexFrom(rng, 24)}`,
+      name: tool.name,
+      arguments: json,
+      input: args,
+      complete: true,
+    };
+    body = [
+      { channel: 'tool', text: '' },
+      ...pieces(tokenizeToBytes(tokenizer, json)).map((text) => ({ channel: 'tool' as const, text })),
+    ];
+    end = 'tool-calls';
+  } else {
+    let texts = pieces(answerBytes(units.answer, rng, 24, 120));
+    end = 'eos';
+    const stops = (request.stop ?? []).filter((stop) => stop !== '');
+    if (stops.length > 0 && faults.ignoreStop !== true) {
+      const cut = cutAtStop(texts, stops);
+      if (cut !== undefined) {
+        texts = cut.texts;
+        stopSequence = cut.stop;
+        end = 'stop-sequence';
+      }
+    } else if (stops.length > 0 && !stops.some((stop) => texts.join('').includes(stop))) {
+      // The ignore-stop fault: make sure a stop string shows up in the text the server should have cut.
+      texts.splice(Math.floor(texts.length / 2), 0, stops[0] as string);
+    }
+    if (end === 'eos' && faults.controlTokens !== undefined) texts.push(faults.controlTokens);
+    body = texts.map((text) => ({ channel: 'text', text }));
+  }
+
+  let tokens = [...reasoning, ...body];
+  if (tokens.length > input.maxTokens) {
+    tokens = tokens.slice(0, input.maxTokens);
+    end = 'length';
+    stopSequence = undefined;
+    if (toolCall !== undefined) toolCall = { ...toolCall, complete: false };
+  }
+  return {
+    inputTokens,
+    tokens,
+    reasoningTokens: tokens.filter((token) => token.channel === 'reasoning').length,
+    toolCall,
+    finish: simFinish(end, input.dialect, input.flavor, stopSequence),
+  };
+}
+
+function wantsReasoning(value: boolean | string | undefined): boolean {
+  if (typeof value === 'string') return !['', 'none', 'false', 'off'].includes(value.toLowerCase());
+  return value === true;
+}
+
+/** The tool to call: none when tools are not offered, `tool_choice` is `none`, or a tool result came last. */
+function chosenTool(request: ChatRequest): ToolDefinition | undefined {
+  const tools = request.tools;
+  if (tools === undefined || tools.length === 0 || request.toolChoice === 'none') return undefined;
+  if (requestMessages(request).at(-1)?.role === 'tool') return undefined;
+  const choice = request.toolChoice;
+  const named = choice !== undefined && choice !== 'auto' && choice !== 'required';
+  return (named ? tools.find((tool) => tool.name === choice) : undefined) ?? tools[0];
+}
+
+/** Sentences from a seeded starting point until at least `min..max` tokens, ending on a sentence. */
+function answerBytes(units: readonly CorpusUnit[], rng: Rng, min: number, max: number): Uint8Array[] {
+  let index = randomInt(rng, 0, units.length - 1);
+  const target = randomInt(rng, min, max);
+  const out: Uint8Array[] = [];
+  for (;;) {
+    const unit = units[index % units.length] as CorpusUnit;
+    out.push(...unit.tokens);
+    if (out.length >= target || out.length >= MAX_ANSWER_TOKENS) return out;
+    out.push(...unit.after);
+    index += 1;
+  }
+}
+
+/**
+ * The text each token releases. A token that ends inside a UTF-8 character releases what was complete
+ * before it; the held bytes go out with the token that completes the character. Bytes still held at
+ * the end (never the case for whole sentences) are dropped, never sent broken.
+ */
+function pieces(tokens: readonly Uint8Array[]): string[] {
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  return tokens.map((bytes) => decoder.decode(bytes, { stream: true }));
+}
+
+/** Ends the text before the earliest stop string; the token that completes it is the last one. */
+function cutAtStop(
+  texts: readonly string[],
+  stops: readonly string[],
+): { texts: string[]; stop: string } | undefined {
+  const full = texts.join('');
+  let at = -1;
+  let stop = '';
+  for (const candidate of stops) {
+    const index = full.indexOf(candidate);
+    if (index !== -1 && (at === -1 || index < at)) {
+      at = index;
+      stop = candidate;
+    }
+  }
+  if (at === -1) return undefined;
+  const end = at + stop.length;
+  const out: string[] = [];
+  let offset = 0;
+  for (const text of texts) {
+    const next = offset + text.length;
+    out.push(full.slice(Math.min(offset, at), Math.min(next, at)));
+    offset = next;
+    if (offset >= end) break;
+  }
+  return { texts: out, stop };
+}

@@ -1,0 +1,12 @@
+export { corpusText } from './corpus.ts';
+export type { Sim } from './create-sim.ts';
+export { createSim } from './create-sim.ts';
+export type { FaultInfo, Faults } from './faults.ts';
+export { DEFAULT_CONTROL_TOKEN, FAULTS, formatFaults, mergeFaults, parseFaults } from './faults.ts';
+export { SimCutError } from './sim-cut-error.ts';
+export type { SimOptions } from './sim-options.ts';
+export { FAULT_HEADER, FLAVOR_HEADER } from './sim-options.ts';
+export type { SimOutcome, SimRequestRecord, SimStats } from './sim-stats.ts';
+export { SIM_LOG_LIMIT } from './sim-stats.ts';
+export type { SimTiming } from './timing.ts';
+export { DEFAULT_SIM_TIMING } from './timing.ts';

@@ -1,0 +1,351 @@
+import type { Dialect, DialectEncoder, MidStreamError } from '../dialects/dialect.ts';
+import type { ChatRequest } from '../events/chat-request.ts';
+import type { StreamEvent } from '../events/stream-event.ts';
+import type { Timings, Usage } from '../events/usage.ts';
+import type { Faults } from './faults.ts';
+import { type GenerationPlan, type PlannedToken, planGeneration } from './generate.ts';
+import { hashSeed, mulberry32 } from './prng.ts';
+import { SimCutError } from './sim-cut-error.ts';
+import type { SimOutcome } from './sim-stats.ts';
+import { promptEvalMs, type SimTiming, tokenIntervalMs } from './timing.ts';
+import type { SimTokenizer } from './tokenizer.ts';
+import { WireWriter } from './wire-writer.ts';
+
+/** Everything one simulated stream needs, decided when the request arrived. */
+export interface SimStreamJob {
+  dialect: Dialect;
+  flavor: string;
+  model: string;
+  request: ChatRequest;
+  faults: Faults;
+  /** With the request's `tps`/`ttft` faults applied. */
+  timing: SimTiming;
+  seed: number;
+  maxTokens: number;
+  /** When the request arrived (clock ms); the schedule counts from here. */
+  startedAt: number;
+  /** Time left until the model is loaded (the whole load for a cold model). */
+  loadWaitMs: number;
+  /**
+   * The HTTP request; its signal says the client went away. Held for the life of the stream: undici's
+   * `Request.signal` follows the caller's signal only while the `Request` object is alive (a WeakRef),
+   * so holding the signal alone loses the abort once the request is garbage-collected.
+   */
+  source: Request;
+  now: () => number;
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  tokenizer: Promise<SimTokenizer>;
+  onEnd: (outcome: SimOutcome, outputTokens: number) => void;
+}
+
+/**
+ * The response body of one simulated generation: the plan paced out on the schedule (load, prompt
+ * evaluation, one token per interval with seeded jitter, targets counted from the request so sleeps
+ * never accumulate drift), encoded by the dialect's own encoder and written through the fault layer.
+ * Stops at once when the request's signal aborts or the body is cancelled.
+ */
+export function simStream(job: SimStreamJob): ReadableStream<Uint8Array> {
+  const abort = new AbortController();
+  const signal = job.source.signal;
+  const onAbort = (): void => abort.abort(signal.reason);
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  let open = true;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      const output: StreamOutput = {
+        write(bytes) {
+          if (open) controller.enqueue(bytes);
+        },
+        close() {
+          if (open) controller.close();
+          open = false;
+        },
+        fail(reason) {
+          if (open) controller.error(reason);
+          open = false;
+        },
+      };
+      void new SimRun(job, abort.signal, output).run().finally(() => {
+        // Also what keeps `job.source` (the Request) reachable until the stream ends.
+        job.source.signal.removeEventListener('abort', onAbort);
+      });
+    },
+    cancel(reason) {
+      open = false;
+      abort.abort(reason);
+    },
+  });
+}
+
+interface StreamOutput {
+  write(bytes: Uint8Array): void;
+  close(): void;
+  fail(reason: unknown): void;
+}
+
+type Interrupt = 'cut' | 'error';
+
+class SimRun {
+  readonly #job: SimStreamJob;
+  readonly #signal: AbortSignal;
+  readonly #output: StreamOutput;
+  #generated = 0;
+  #lastOutput: number;
+  #writer!: WireWriter;
+  #encoder!: DialectEncoder;
+  #plan!: GenerationPlan;
+  #corrupt: string | undefined;
+  #corrupted = false;
+  #text = '';
+  #firstTokenAt: number | undefined;
+
+  constructor(job: SimStreamJob, signal: AbortSignal, output: StreamOutput) {
+    this.#job = job;
+    this.#signal = signal;
+    this.#output = output;
+    this.#lastOutput = job.now();
+  }
+
+  async run(): Promise<void> {
+    let outcome: SimOutcome = 'failed';
+    try {
+      outcome = await this.#generate();
+    } catch (error) {
+      this.#output.fail(error);
+    } finally {
+      this.#job.onEnd(outcome, this.#generated);
+    }
+  }
+
+  async #generate(): Promise<SimOutcome> {
+    const job = this.#job;
+    const { faults, now } = job;
+    const tokenizer = await job.tokenizer;
+    if (this.#signal.aborted) return this.#cancelled();
+    const plan = planGeneration({
+      tokenizer,
+      request: job.request,
+      seed: job.seed,
+      maxTokens: job.maxTokens,
+      faults,
+      dialect: job.dialect.id,
+      flavor: job.flavor,
+    });
+    this.#plan = plan;
+    this.#encoder = job.dialect.createEncoder({
+      flavor: job.flavor,
+      model: job.model,
+      includeUsage: job.request.includeUsage === true,
+      now,
+    });
+    this.#writer = new WireWriter({
+      framing: this.#encoder.framing,
+      sseSpace: this.#encoder.sseSpace,
+      faults,
+      rng: mulberry32(hashSeed(job.seed, 'split')),
+      now,
+      write: (bytes) => this.#output.write(bytes),
+    });
+
+    const jitter = mulberry32(hashSeed(job.seed, 'timing'));
+    const tokens = plan.tokens;
+    const total = tokens.length;
+    const cutAt = faults.cutAfter === undefined ? undefined : Math.min(faults.cutAfter, total);
+    const errorAt = faults.errorAfter === undefined ? undefined : Math.min(faults.errorAfter, total);
+    const stallAt = faults.stall === undefined ? undefined : (faults.stallAfter ?? Math.floor(total / 2));
+    const batch = Math.max(1, Math.floor(faults.batch ?? 1));
+    const firstAt = job.startedAt + job.loadWaitMs + promptEvalMs(job.timing, plan.inputTokens);
+    let target = firstAt;
+    let group: PlannedToken[] = [];
+
+    for (let i = 0; i <= total; i++) {
+      const interrupt: Interrupt | undefined = i === cutAt ? 'cut' : i === errorAt ? 'error' : undefined;
+      if (interrupt !== undefined) {
+        this.#emitGroup(group, i);
+        return this.#interrupt(interrupt);
+      }
+      if (i === total) break;
+      if (i === stallAt && faults.stall !== undefined) target += faults.stall;
+      if (!(await this.#waitUntil(target))) return this.#cancelled();
+      if (i === 0) this.#start();
+      this.#generated += 1;
+      const token = tokens[i] as PlannedToken;
+      group.push(token);
+      const next = tokens[i + 1];
+      if (
+        group.length >= batch ||
+        next === undefined ||
+        next.channel !== token.channel ||
+        i + 1 === cutAt ||
+        i + 1 === errorAt
+      ) {
+        this.#emitGroup(group, i + 1);
+        group = [];
+        // Encoders that hold a piece to merge it into the finish chunk: only the last token's stays held.
+        if (next !== undefined) this.#flush();
+      }
+      target += tokenIntervalMs(job.timing, jitter);
+    }
+
+    if (total === 0) {
+      if (!(await this.#waitUntil(firstAt))) return this.#cancelled();
+      this.#start();
+    }
+    this.#event(plan.finish);
+    if (faults.noUsage !== true) {
+      this.#event({ type: 'usage', usage: this.#usage() });
+      this.#event({ type: 'timings', timings: this.#timings() });
+    }
+    const payloads: [string, 'legacy-error-field' | undefined][] = [];
+    this.#encoder.end((data, kind) => payloads.push([data, kind]));
+    if (faults.noDone === true) {
+      const sentinel = payloads.findIndex(([data]) => data === '[DONE]');
+      if (sentinel === -1) payloads.pop();
+      else payloads.splice(sentinel, 1);
+    }
+    for (const [data, kind] of payloads) this.#writer.payload(data, kind);
+    this.#writer.flush();
+    this.#output.close();
+    return 'completed';
+  }
+
+  /** Sleeps until `target` on the clock, writing keepalives through the silence. False when aborted. */
+  async #waitUntil(target: number): Promise<boolean> {
+    const { now, sleep, faults } = this.#job;
+    const keepalive = this.#writer.framing === 'sse' ? faults.keepalive : undefined;
+    for (;;) {
+      if (this.#signal.aborted) return false;
+      const at = now();
+      if (at >= target) return true;
+      if (keepalive !== undefined && this.#lastOutput + keepalive < target) {
+        const ping = this.#lastOutput + keepalive;
+        if (ping > at) await sleep(ping - at, this.#signal);
+        if (this.#signal.aborted) return false;
+        this.#writer.comment();
+        // Counted from when the ping was due (no drift); an overdue ping goes out once, not in a burst.
+        this.#lastOutput = Math.max(ping, at);
+        continue;
+      }
+      await sleep(target - at, this.#signal);
+      return !this.#signal.aborted;
+    }
+  }
+
+  #start(): void {
+    this.#firstTokenAt = this.#job.now();
+    this.#event({ type: 'start', model: this.#job.model, created: Math.floor(this.#job.now() / 1000) });
+  }
+
+  /** Writes the events of a group of tokens of one channel (`batch` tokens, or one). */
+  #emitGroup(group: readonly PlannedToken[], generatedAfter: number): void {
+    const first = group[0];
+    if (first === undefined) return;
+    const text = group.map((token) => token.text).join('');
+    if (first.channel === 'reasoning') {
+      if (text !== '') this.#event({ type: 'reasoning', text });
+      return;
+    }
+    if (first.channel === 'text') {
+      if (text === '') return;
+      this.#text += text;
+      const faults = this.#job.faults;
+      const sent = faults.cumulative === true ? this.#text : text;
+      if (faults.invalidUtf8 === true && this.#corrupt === undefined && !this.#corrupted) {
+        // Mid-answer, in a text value every JSON writer escapes alike, so the byte lands inside it.
+        const mid = generatedAfter * 2 >= this.#plan.tokens.length;
+        if (mid && /\p{L}/u.test(sent) && !/[<>&\u0000-\u0009\u000b-\u001f\u2028\u2029]/u.test(sent))
+          this.#corrupt = sent;
+      }
+      this.#event({ type: 'text', text: sent });
+      return;
+    }
+    const call = this.#plan.toolCall;
+    if (call === undefined) return;
+    const startsCall = this.#generated - group.length === this.#plan.reasoningTokens;
+    if (startsCall) {
+      this.#event({
+        type: 'tool-call-delta',
+        index: call.index,
+        id: call.id,
+        name: call.name,
+        argumentsDelta: text,
+      });
+    } else if (text !== '') {
+      this.#event({ type: 'tool-call-delta', index: call.index, argumentsDelta: text });
+    }
+    if (call.complete && generatedAfter === this.#plan.tokens.length) {
+      this.#event({
+        type: 'tool-call',
+        index: call.index,
+        id: call.id,
+        name: call.name,
+        arguments: call.arguments,
+        input: call.input,
+      });
+    }
+  }
+
+  #event(event: StreamEvent): void {
+    this.#encoder.event(event, (data, kind) => this.#write(data, kind));
+  }
+
+  #write(data: string, kind: 'legacy-error-field' | undefined): void {
+    if (this.#writer.payload(data, kind, this.#corrupt)) {
+      this.#corrupted = true;
+      this.#corrupt = undefined;
+    }
+    this.#lastOutput = this.#job.now();
+  }
+
+  #flush(): void {
+    this.#encoder.flush?.((data, kind) => this.#write(data, kind));
+  }
+
+  #interrupt(kind: Interrupt): SimOutcome {
+    if (kind === 'cut') {
+      this.#flush();
+      this.#writer.flush();
+      this.#output.fail(new SimCutError(this.#generated));
+      return 'cut';
+    }
+    const error: MidStreamError = {
+      message: `tokenwire sim: simulated failure after ${this.#generated} tokens (fault error-after)`,
+      status: 500,
+    };
+    this.#encoder.error(error, (data, kind) => this.#writer.payload(data, kind));
+    this.#writer.flush();
+    this.#output.close();
+    return 'failed';
+  }
+
+  #cancelled(): SimOutcome {
+    this.#output.fail(this.#signal.reason ?? new Error('aborted'));
+    return 'cancelled';
+  }
+
+  #usage(): Usage {
+    const inputTokens = this.#plan.inputTokens;
+    const usage: Usage = {
+      inputTokens,
+      outputTokens: this.#generated,
+      totalTokens: inputTokens + this.#generated,
+    };
+    if (this.#plan.reasoningTokens > 0) usage.reasoningTokens = this.#plan.reasoningTokens;
+    return usage;
+  }
+
+  #timings(): Timings {
+    const job = this.#job;
+    const end = job.now();
+    const first = this.#firstTokenAt ?? end;
+    return {
+      loadMs: job.loadWaitMs,
+      promptEvalMs: Math.max(0, first - job.startedAt - job.loadWaitMs),
+      promptEvalTokens: this.#plan.inputTokens,
+      evalMs: Math.max(0, end - first),
+      evalTokens: this.#generated,
+      totalMs: Math.max(0, end - job.startedAt),
+    };
+  }
+}
