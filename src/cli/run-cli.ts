@@ -1,5 +1,8 @@
 import { TokenwireError } from '../errors.ts';
 import { type CliIo, styleFor, UsageError } from './cli-io.ts';
+import { BENCH_HELP, benchCommand } from './commands/bench.ts';
+import { CHAT_HELP, chatCommand } from './commands/chat.ts';
+import { INSPECT_HELP, inspectCommand } from './commands/inspect.ts';
 import { SERVE_HELP, serveCommand } from './commands/serve.ts';
 
 const HELP = `Usage: tokenwire <command> [options]
@@ -19,6 +22,9 @@ type Command = (argv: string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Record<string, { run: Command; help: string }> = {
   serve: { run: serveCommand, help: SERVE_HELP },
+  chat: { run: chatCommand, help: CHAT_HELP },
+  inspect: { run: inspectCommand, help: INSPECT_HELP },
+  bench: { run: benchCommand, help: BENCH_HELP },
 };
 
 /** The whole CLI as a function of its inputs: returns the exit status (0 ok, 1 failure, 2 usage). */
