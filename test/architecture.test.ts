@@ -10,7 +10,18 @@ import { repoRoot } from './helpers/paths.ts';
  * client or the gateway (so a decoding bug cannot cancel itself out), and nothing imports the CLI.
  */
 
-type Layer = 'root' | 'errors' | 'events' | 'wire' | 'dialects' | 'client' | 'server' | 'sim' | 'node' | 'bench' | 'cli';
+type Layer =
+  | 'root'
+  | 'errors'
+  | 'events'
+  | 'wire'
+  | 'dialects'
+  | 'client'
+  | 'server'
+  | 'sim'
+  | 'node'
+  | 'bench'
+  | 'cli';
 
 const ALLOWED: Record<Layer, readonly Layer[]> = {
   errors: [],
@@ -27,7 +38,16 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 };
 
 /** Layers that run in a browser (or any web-standard runtime): no node:* at run time. */
-const WEB_STANDARD = new Set<Layer>(['root', 'errors', 'events', 'wire', 'dialects', 'client', 'server', 'sim']);
+const WEB_STANDARD = new Set<Layer>([
+  'root',
+  'errors',
+  'events',
+  'wire',
+  'dialects',
+  'client',
+  'server',
+  'sim',
+]);
 /** Layers that must not load npm packages at run time (type-only imports are fine). */
 const NO_PACKAGES = new Set<Layer>(['root', 'errors', 'events', 'wire', 'dialects', 'client']);
 
@@ -58,7 +78,8 @@ interface ImportSite {
 function importsOf(text: string): ImportSite[] {
   const sites: ImportSite[] = [];
   const statement = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]/gm;
-  for (const match of text.matchAll(statement)) sites.push({ specifier: match[3]!, typeOnly: match[2] !== undefined });
+  for (const match of text.matchAll(statement))
+    sites.push({ specifier: match[3]!, typeOnly: match[2] !== undefined });
   const bare = /^\s*import\s+['"]([^'"]+)['"]/gm;
   for (const match of text.matchAll(bare)) sites.push({ specifier: match[1]!, typeOnly: false });
   const dynamic = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
@@ -80,21 +101,28 @@ describe('architecture', () => {
       const rel = relative(repoRoot, file);
       for (const site of importsOf(readFileSync(file, 'utf8'))) {
         const { specifier } = site;
-        if (specifier.startsWith('node:') || ['fs', 'http', 'net', 'path', 'stream', 'crypto', 'os', 'url'].includes(specifier)) {
-          if (!site.typeOnly && WEB_STANDARD.has(layer)) violations.push(`${rel}: ${layer} must not import ${specifier}`);
+        if (
+          specifier.startsWith('node:') ||
+          ['fs', 'http', 'net', 'path', 'stream', 'crypto', 'os', 'url'].includes(specifier)
+        ) {
+          if (!site.typeOnly && WEB_STANDARD.has(layer))
+            violations.push(`${rel}: ${layer} must not import ${specifier}`);
           continue;
         }
         if (!specifier.startsWith('.')) {
-          if (!site.typeOnly && NO_PACKAGES.has(layer)) violations.push(`${rel}: ${layer} must not load the package ${specifier}`);
+          if (!site.typeOnly && NO_PACKAGES.has(layer))
+            violations.push(`${rel}: ${layer} must not load the package ${specifier}`);
           continue;
         }
         const target = resolve(dirname(file), specifier);
         const targetLayer = layerOf(target);
-        if (!ALLOWED[layer].includes(targetLayer)) violations.push(`${rel}: ${layer} must not import ${targetLayer} (${specifier})`);
+        if (!ALLOWED[layer].includes(targetLayer))
+          violations.push(`${rel}: ${layer} must not import ${targetLayer} (${specifier})`);
         if (layer === 'dialects' && targetLayer === 'dialects') {
           const own = relative(srcRoot, file).split('/')[1];
           const other = relative(srcRoot, target).split('/')[1];
-          const isFolder = (part: string | undefined) => part !== undefined && !part.endsWith('.ts') && part !== 'shared';
+          const isFolder = (part: string | undefined) =>
+            part !== undefined && !part.endsWith('.ts') && part !== 'shared';
           if (isFolder(own) && isFolder(other) && own !== other) {
             violations.push(`${rel}: the ${own} dialect must not import the ${other} dialect`);
           }
@@ -105,12 +133,17 @@ describe('architecture', () => {
   });
 
   it('checks the rules it enforces (a planted violation is caught)', () => {
-    const sites = importsOf("import { x } from '../client/index.ts';\nimport type { Y } from 'node:http';\nconst m = await import('node:fs');");
-    assert.deepEqual(sites.map((s) => [s.specifier, s.typeOnly]), [
-      ['../client/index.ts', false],
-      ['node:http', true],
-      ['node:fs', false],
-    ]);
+    const sites = importsOf(
+      "import { x } from '../client/index.ts';\nimport type { Y } from 'node:http';\nconst m = await import('node:fs');",
+    );
+    assert.deepEqual(
+      sites.map((s) => [s.specifier, s.typeOnly]),
+      [
+        ['../client/index.ts', false],
+        ['node:http', true],
+        ['node:fs', false],
+      ],
+    );
     assert.equal(ALLOWED.sim.includes('client'), false);
     assert.equal(ALLOWED.wire.includes('events'), false);
   });

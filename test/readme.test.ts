@@ -41,6 +41,7 @@ describe('README', () => {
   });
 
   it('documents every simulator fault', () => {
-    for (const fault of FAULTS) assert.ok(readme.includes(`| \`${fault.name}`), `README misses the fault ${fault.name}`);
+    for (const fault of FAULTS)
+      assert.ok(readme.includes(`| \`${fault.name}`), `README misses the fault ${fault.name}`);
   });
 });
