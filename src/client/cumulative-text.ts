@@ -1,21 +1,24 @@
 /**
- * Some servers repeat the whole text so far in every event instead of sending deltas. Detected when
- * an event's text starts with everything received before it (at least 3 characters, so two short
- * tokens that happen to repeat do not trigger it); from then on only the new suffix is passed on.
+ * Some servers repeat the whole text so far in every event instead of sending deltas. Detected when an
+ * event's text starts with everything received before it: at once when that text is at least 3
+ * characters long; when it is shorter (a 1-character first token), the event is held until the next
+ * one settles it (it must start with the held text too). From then on only the new suffix is passed on.
+ * After a few plain delta events the stream is taken to be deltas and the checks stop.
  */
 export class CumulativeTextFilter {
-  #seen = '';
-  #cumulative = false;
-  #events = 0;
-  /** After this many plain delta events the stream is taken to be deltas and checks stop. */
   static readonly DECIDE_AFTER = 8;
+  #seen = '';
+  #held: string | undefined;
+  #cumulative = false;
   #settled = false;
+  #events = 0;
+
   /** True once cumulative mode was detected. */
   get detected(): boolean {
     return this.#cumulative;
   }
 
-  /** Returns the new text of this event ('' when nothing is new). */
+  /** The new text of this event ('' when nothing is new, or when it is held to decide). */
   next(text: string): string {
     if (this.#settled) return text;
     this.#events += 1;
@@ -30,16 +33,32 @@ export class CumulativeTextFilter {
       this.#seen += text;
       return text;
     }
+    const held = this.#held;
+    if (held !== undefined) {
+      this.#held = undefined;
+      if (text.length > held.length && text.startsWith(held)) {
+        this.#cumulative = true;
+        const fresh = held.slice(this.#seen.length) + text.slice(held.length);
+        this.#seen = text;
+        return fresh;
+      }
+      this.#seen += held + text;
+      return held + text;
+    }
     if (
       this.#events > 1 &&
-      this.#seen.length >= 3 &&
+      this.#seen.length > 0 &&
       text.length > this.#seen.length &&
       text.startsWith(this.#seen)
     ) {
-      this.#cumulative = true;
-      const fresh = text.slice(this.#seen.length);
-      this.#seen = text;
-      return fresh;
+      if (this.#seen.length >= 3) {
+        this.#cumulative = true;
+        const fresh = text.slice(this.#seen.length);
+        this.#seen = text;
+        return fresh;
+      }
+      this.#held = text;
+      return '';
     }
     this.#seen += text;
     if (this.#events >= CumulativeTextFilter.DECIDE_AFTER) {
@@ -47,5 +66,14 @@ export class CumulativeTextFilter {
       this.#seen = '';
     }
     return text;
+  }
+
+  /** Text held to decide, released as it came (before a non-text event, and at the end). */
+  flush(): string {
+    const held = this.#held;
+    if (held === undefined) return '';
+    this.#held = undefined;
+    this.#seen += held;
+    return held;
   }
 }

@@ -185,16 +185,25 @@ class StreamReader {
     this.dialect = prepared.dialect;
     this.#cumulative = options.detectCumulativeText === false ? undefined : new CumulativeTextFilter();
     const onEvent = hooks.onEvent;
-    this.#emit = (event) => {
-      if (event.type === 'text' && this.#cumulative !== undefined) {
-        const text = this.#cumulative.next(event.text);
-        if (text === '') return;
-        if (text !== event.text) event = { type: 'text', text };
-      }
+    const deliver = (event: StreamEvent) => {
       this.#metrics.event(event);
       this.builder.add(event);
       if (onEvent !== undefined) onEvent(event);
     };
+    const cumulative = this.#cumulative;
+    this.#emit =
+      cumulative === undefined
+        ? deliver
+        : (event) => {
+            if (event.type === 'text') {
+              const text = cumulative.next(event.text);
+              if (text !== '') deliver(text === event.text ? event : { type: 'text', text });
+              return;
+            }
+            const held = cumulative.flush();
+            if (held !== '') deliver({ type: 'text', text: held });
+            deliver(event);
+          };
   }
 
   async read(signal: AbortSignal): Promise<void> {
@@ -268,6 +277,8 @@ class StreamReader {
       try {
         this.#cutInFrame = this.#wire.end();
         if (this.#decoder !== undefined) this.#decoder.end(this.#emit);
+        const held = this.#cumulative?.flush();
+        if (held !== undefined && held !== '') this.#emit({ type: 'text', text: held });
       } catch (error) {
         this.#decodeFailure(error);
       }
