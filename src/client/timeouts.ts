@@ -56,7 +56,8 @@ export class Deadlines {
 
   /** A frame (an event) arrived: resets the idle deadline. */
   activity(): void {
-    this.#lastActivity = this.#now();
+    // Only the idle deadline reads it: without one, skip the clock (called once per frame).
+    if (this.#options.idleMs !== undefined) this.#lastActivity = this.#now();
   }
 
   stop(): void {

@@ -1,3 +1,4 @@
+import { copyBytes, indexOfByte } from './byte-search.ts';
 import { DEFAULT_MAX_LINE_BYTES, WireError } from './wire-error.ts';
 
 const LF = 0x0a;
@@ -90,7 +91,7 @@ export class LineSplitter {
       }
     }
     if (joined.length < 3) {
-      this.#head = joined.slice();
+      this.#head = copyBytes(joined, 0, joined.length);
       return null;
     }
     this.#head = null;
@@ -106,15 +107,16 @@ export class LineSplitter {
       if (length > 0 && chunk[0] === LF) pos = 1;
     }
     // Most streams never contain a CR: look once per read and skip the second search when absent.
-    let nextCR = this.#crEndsLine ? chunk.indexOf(CR, pos) : -1;
+    let nextCR = this.#crEndsLine ? indexOfByte(chunk, CR, pos) : -1;
     while (pos < length) {
-      let nextLF = chunk.indexOf(LF, pos);
-      if (nextCR !== -1 && nextCR < pos) nextCR = chunk.indexOf(CR, pos);
+      // An empty line (the end of every SSE event) needs no search.
+      let nextLF = chunk[pos] === LF ? pos : indexOfByte(chunk, LF, pos);
+      if (nextCR !== -1 && nextCR < pos) nextCR = indexOfByte(chunk, CR, pos);
       let end: number;
       if (nextCR !== -1 && (nextLF === -1 || nextCR < nextLF)) end = nextCR;
       else end = nextLF;
       if (end === -1) {
-        this.#appendPart(chunk.subarray(pos).slice());
+        this.#appendPart(copyBytes(chunk, pos, length));
         this.#offset += length - pos;
         return;
       }

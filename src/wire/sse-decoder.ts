@@ -1,3 +1,4 @@
+import { fastView } from './byte-search.ts';
 import type { Frame } from './frame.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { type InvalidUtf8Policy, LineDecoder } from './utf8.ts';
@@ -70,7 +71,8 @@ export class SseDecoder {
   }
 
   feed(chunk: Uint8Array): void {
-    this.#splitter.feed(chunk);
+    // One Buffer view per read (in Node) makes each line's decoding a fast method call.
+    this.#splitter.feed(fastView(chunk));
   }
 
   /**

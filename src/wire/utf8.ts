@@ -1,3 +1,4 @@
+import { quickUtf8 } from './byte-search.ts';
 import { WireError } from './wire-error.ts';
 
 export type InvalidUtf8Policy = 'error' | 'replace';
@@ -16,6 +17,8 @@ export class LineDecoder {
 
   decode(bytes: Uint8Array, start: number, end: number, byteOffset: number): string {
     if (start === end) return '';
+    const quick = quickUtf8(bytes, start, end);
+    if (quick !== undefined) return quick;
     const view = start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end);
     try {
       return this.#strict.decode(view);

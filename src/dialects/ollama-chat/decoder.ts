@@ -61,17 +61,20 @@ export class OllamaChatDecoder implements DialectDecoder {
       emit(startEvent(payload));
     }
     if (isRecord(message)) {
+      // Plain property reads, not stringField: this runs once per line (bench/decode-throughput.ts).
       if (!this.#dropReasoning) {
-        const thinking = stringField(message, 'thinking');
-        if (thinking !== undefined && thinking !== '') emit({ type: 'reasoning', text: thinking });
+        const thinking = message.thinking;
+        if (typeof thinking === 'string' && thinking !== '') emit({ type: 'reasoning', text: thinking });
       }
-      const content = stringField(message, 'content');
-      if (content !== undefined && content !== '') emit({ type: 'text', text: content });
+      const content = message.content;
+      if (typeof content === 'string' && content !== '') emit({ type: 'text', text: content });
       // Tool calls come on an intermediate line, or on the `done` line (llama-server "native chat" path).
-      const calls = parseOllamaToolCalls(message.tool_calls, this.#toolCalls);
-      for (const event of calls) {
-        if (event.type === 'tool-call') this.#toolCalls += 1;
-        emit(event);
+      const toolCalls = message.tool_calls;
+      if (toolCalls !== undefined) {
+        for (const event of parseOllamaToolCalls(toolCalls, this.#toolCalls)) {
+          if (event.type === 'tool-call') this.#toolCalls += 1;
+          emit(event);
+        }
       }
     }
     if (payload.done === true && !this.#done) {

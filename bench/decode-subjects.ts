@@ -1,0 +1,364 @@
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { streamText } from 'ai';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { Ollama } from 'ollama';
+import OpenAI from 'openai';
+import { complete, stream } from '../src/client/token-stream.ts';
+import type { DialectId } from '../src/dialects/dialect.ts';
+import { getDialect } from '../src/dialects/registry.ts';
+import type { DecodeStream } from './decode-data.ts';
+
+/** What one run of a subject produced: the text it assembled (checked), or a frame count (scan floor). */
+export interface SubjectOutput {
+  text?: string | undefined;
+  frames?: number | undefined;
+  /** Anything else the subject says went wrong (an incomplete Result…). */
+  problem?: string | undefined;
+}
+
+export interface Subject {
+  id: string;
+  label: string;
+  /** One run over the whole stream, through a fresh Response. */
+  run(fetch: BenchFetch): Promise<SubjectOutput>;
+}
+
+/** Every SDK's injectable fetch: arguments are ignored, a fresh in-memory Response is returned. */
+export type BenchFetch = (input?: unknown, init?: unknown) => Promise<Response>;
+
+/**
+ * A fetch that answers every call with the stream held in memory, as `readBytes`-sized reads (the
+ * last one shorter): what a socket delivers, minus the socket. The reads are views of one buffer, so
+ * no subject pays for copying that another does not.
+ */
+export function memoryFetch(data: DecodeStream, readBytes: number): BenchFetch {
+  const bytes = data.bytes;
+  const contentType =
+    getDialect(data.dialect).framing === 'sse' ? 'text/event-stream' : 'application/x-ndjson';
+  return async () => {
+    let offset = 0;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          if (offset >= bytes.length) {
+            controller.close();
+            return;
+          }
+          const end = Math.min(offset + readBytes, bytes.length);
+          controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset + offset, end - offset));
+          offset = end;
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    return new Response(body, { status: 200, headers: { 'content-type': contentType } });
+  };
+}
+
+const BASE = 'http://bench.invalid';
+const MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
+const MESSAGES = [{ role: 'user' as const, content: 'Tell me about rivers.' }];
+
+/** The path each dialect is served on, so tokenwire picks the dialect from the URL as users do. */
+function urlFor(dialect: DialectId): string {
+  return `${BASE}${getDialect(dialect).paths[0]}`;
+}
+
+/** The frame delimiter of a framing, as our encoders write it (LF LF for SSE, LF for NDJSON). */
+function delimiterOf(dialect: DialectId): Buffer {
+  return Buffer.from(getDialect(dialect).framing === 'sse' ? '\n\n' : '\n');
+}
+
+/**
+ * The text a payload carries in each dialect, read the shortest way (what a hand-rolled client that
+ * knows its server would write). Only used by the floors.
+ */
+type TextOf = (payload: Record<string, unknown>) => unknown;
+interface Payload {
+  choices?: { delta?: { content?: unknown }; text?: unknown }[];
+  message?: { content?: unknown };
+  response?: unknown;
+  content?: unknown;
+  token?: { text?: unknown; special?: unknown };
+}
+const TEXT_OF: Record<DialectId, TextOf> = {
+  'openai-chat': (p) => (p as Payload).choices?.[0]?.delta?.content,
+  'openai-completions': (p) => (p as Payload).choices?.[0]?.text,
+  'ollama-chat': (p) => (p as Payload).message?.content,
+  'ollama-generate': (p) => (p as Payload).response,
+  llamacpp: (p) => (p as Payload).content,
+  tgi: (p) => {
+    const token = (p as Payload).token;
+    return token === undefined || token.special === true ? undefined : token.text;
+  },
+};
+
+/**
+ * Floor 1: only find the frame delimiters, with `Buffer.indexOf` (memchr/memmem), carrying a partial
+ * frame over to the next read. No decoding, no parsing: the least any client must do.
+ */
+export function scanFloor(dialect: DialectId): Subject {
+  const delimiter = delimiterOf(dialect);
+  return {
+    id: 'floor-scan',
+    label: 'floor: Buffer.indexOf scan',
+    async run(fetch) {
+      const response = await fetch();
+      const reader = response.body!.getReader();
+      let carry: Buffer | undefined;
+      let frames = 0;
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) break;
+        const value = next.value;
+        let buf = Buffer.from(value.buffer, value.byteOffset, value.length);
+        if (carry !== undefined) buf = Buffer.concat([carry, buf]);
+        let pos = 0;
+        for (;;) {
+          const at = buf.indexOf(delimiter, pos);
+          if (at === -1) break;
+          frames += 1;
+          pos = at + delimiter.length;
+        }
+        carry = pos < buf.length ? buf.subarray(pos) : undefined;
+      }
+      return { frames };
+    },
+  };
+}
+
+/**
+ * Floor 2: the scan, plus decoding each payload to a string (UTF-8, as a client must) and `JSON.parse`,
+ * plus appending the payload's text. Knows the exact bytes our encoders write (`data: ` then the JSON;
+ * NDJSON lines), so it skips every check a real client makes: the fastest correct reading there is.
+ */
+export function parseFloor(dialect: DialectId): Subject {
+  const delimiter = delimiterOf(dialect);
+  const sse = getDialect(dialect).framing === 'sse';
+  const textOf = TEXT_OF[dialect];
+  const prefix = sse ? 'data: '.length : 0;
+  const OPEN_BRACE = 0x7b;
+  return {
+    id: 'floor-parse',
+    label: 'floor: scan + JSON.parse',
+    async run(fetch) {
+      const response = await fetch();
+      const reader = response.body!.getReader();
+      // Bytes of a frame cut by the end of a read; only that frame is ever copied.
+      let carry: Buffer | undefined;
+      let text = '';
+      let frames = 0;
+      const payload = (buf: Buffer, start: number, end: number): void => {
+        frames += 1;
+        start += prefix;
+        // `data: [DONE]` is the only payload that is not a JSON object.
+        if (buf[start] !== OPEN_BRACE) return;
+        const piece = textOf(JSON.parse(buf.toString('utf8', start, end)) as Record<string, unknown>);
+        if (typeof piece === 'string') text += piece;
+      };
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) break;
+        const value = next.value;
+        const buf = Buffer.from(value.buffer, value.byteOffset, value.length);
+        let pos = 0;
+        if (carry !== undefined) {
+          // Search the joint for a delimiter split across the two reads, then finish that frame.
+          const head = Buffer.concat([carry, buf.subarray(0, Math.min(buf.length, delimiter.length - 1))]);
+          const split = head.indexOf(delimiter, Math.max(0, carry.length - delimiter.length + 1));
+          if (split !== -1) {
+            payload(head, 0, split);
+            pos = split + delimiter.length - carry.length;
+          } else {
+            const at = buf.indexOf(delimiter);
+            if (at === -1) {
+              carry = Buffer.concat([carry, buf]);
+              continue;
+            }
+            const frame = Buffer.concat([carry, buf.subarray(0, at)]);
+            payload(frame, 0, frame.length);
+            pos = at + delimiter.length;
+          }
+          carry = undefined;
+        }
+        for (;;) {
+          const at = buf.indexOf(delimiter, pos);
+          if (at === -1) break;
+          payload(buf, pos, at);
+          pos = at + delimiter.length;
+        }
+        if (pos < buf.length) carry = Buffer.from(buf.subarray(pos));
+      }
+      return { text, frames };
+    },
+  };
+}
+
+/** tokenwire's `complete()`: bytes -> frames -> normalized events -> Result, every check on. */
+export function tokenwireComplete(dialect: DialectId): Subject {
+  return {
+    id: 'tokenwire',
+    label: 'tokenwire complete()',
+    async run(fetch) {
+      const result = await complete(
+        { url: urlFor(dialect), body: { model: MODEL, messages: MESSAGES, prompt: 'Tell me about rivers.' } },
+        // TGI's last event repeats the whole answer (`generated_text`): longer than the 1 MiB default.
+        { fetch, maxLineBytes: 16 * 1024 * 1024 },
+      );
+      return {
+        text: result.text,
+        problem: result.complete ? undefined : `incomplete: ${result.error?.message ?? result.incomplete}`,
+      };
+    },
+  };
+}
+
+/** tokenwire's `stream()`: the same, plus every event handed to a `for await` loop. */
+export function tokenwireStream(dialect: DialectId): Subject {
+  return {
+    id: 'tokenwire-stream',
+    label: 'tokenwire stream() for-await',
+    async run(fetch) {
+      const events = stream(
+        { url: urlFor(dialect), body: { model: MODEL, messages: MESSAGES, prompt: 'Tell me about rivers.' } },
+        { fetch, maxLineBytes: 16 * 1024 * 1024 },
+      );
+      let text = '';
+      for await (const event of events) if (event.type === 'text') text += event.text;
+      const result = await events.result;
+      return {
+        text,
+        problem: result.complete ? undefined : `incomplete: ${result.error?.message ?? result.incomplete}`,
+      };
+    },
+  };
+}
+
+/**
+ * A careful hand-rolled client on `eventsource-parser` (what the AI SDK and many apps build on): one
+ * streaming TextDecoder, the parser, JSON.parse per event, the delta text appended.
+ */
+export function eventsourceParser(): Subject {
+  return {
+    id: 'eventsource-parser',
+    label: 'eventsource-parser + JSON.parse',
+    async run(fetch) {
+      const response = await fetch();
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      let done = false;
+      const parser = createParser({
+        onEvent(event: EventSourceMessage) {
+          if (event.data === '[DONE]') {
+            done = true;
+            return;
+          }
+          const payload = JSON.parse(event.data) as Payload;
+          const piece = payload.choices?.[0]?.delta?.content;
+          if (typeof piece === 'string') text += piece;
+        },
+      });
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) break;
+        parser.feed(decoder.decode(next.value, { stream: true }));
+      }
+      parser.feed(decoder.decode());
+      return { text, problem: done ? undefined : 'no [DONE]' };
+    },
+  };
+}
+
+/** The official `openai` SDK: `chat.completions.create({ stream: true })`, iterated. */
+export function openaiSdk(): Subject {
+  return {
+    id: 'openai-sdk',
+    label: `openai SDK chat.completions.create`,
+    async run(fetch) {
+      const client = new OpenAI({
+        apiKey: 'bench',
+        baseURL: `${BASE}/v1`,
+        fetch: fetch as unknown as typeof globalThis.fetch,
+        maxRetries: 0,
+      });
+      const chunks = await client.chat.completions.create({ model: MODEL, messages: MESSAGES, stream: true });
+      let text = '';
+      for await (const chunk of chunks) {
+        const piece = chunk.choices[0]?.delta?.content;
+        if (typeof piece === 'string') text += piece;
+      }
+      return { text };
+    },
+  };
+}
+
+/** The AI SDK: `streamText` on `@ai-sdk/openai-compatible`, reading `textStream`. */
+export function aiSdk(): Subject {
+  return {
+    id: 'ai-sdk',
+    label: 'AI SDK streamText (openai-compatible)',
+    async run(fetch) {
+      const provider = createOpenAICompatible({
+        name: 'bench',
+        baseURL: `${BASE}/v1`,
+        fetch: fetch as unknown as typeof globalThis.fetch,
+      });
+      let failure: unknown;
+      const result = streamText({
+        model: provider.chatModel(MODEL),
+        prompt: 'Tell me about rivers.',
+        maxRetries: 0,
+        onError: ({ error }) => {
+          failure = error;
+        },
+      });
+      let text = '';
+      for await (const piece of result.textStream) text += piece;
+      return { text, problem: failure === undefined ? undefined : `error: ${String(failure)}` };
+    },
+  };
+}
+
+/** ollama-js: `chat({ stream: true })`, iterated. */
+export function ollamaJs(): Subject {
+  return {
+    id: 'ollama-js',
+    label: 'ollama-js chat',
+    async run(fetch) {
+      const client = new Ollama({
+        host: 'http://bench.invalid:11434',
+        fetch: fetch as unknown as typeof globalThis.fetch,
+      });
+      const parts = await client.chat({ model: MODEL, messages: MESSAGES, stream: true });
+      let text = '';
+      for await (const part of parts) text += part.message.content;
+      return { text };
+    },
+  };
+}
+
+/**
+ * The subjects compared on one dialect's stream, in two groups run in separate processes: `fast` (the
+ * floors, tokenwire, the hand-rolled eventsource-parser client, ollama-js) and `sdk` (the floor,
+ * tokenwire, and the two SDKs that take 5-30x longer). Splitting keeps the slow runs and their heap from
+ * disturbing the close comparisons, and each ratio is still taken against the floor of its own round.
+ */
+export type SubjectGroup = 'fast' | 'sdk';
+
+export function subjectsFor(dialect: DialectId, group: SubjectGroup = 'fast'): Subject[] {
+  if (group === 'sdk') {
+    return dialect === 'openai-chat'
+      ? [parseFloor(dialect), tokenwireComplete(dialect), openaiSdk(), aiSdk()]
+      : [];
+  }
+  const subjects = [
+    scanFloor(dialect),
+    parseFloor(dialect),
+    tokenwireComplete(dialect),
+    tokenwireStream(dialect),
+  ];
+  if (dialect === 'openai-chat') subjects.push(eventsourceParser());
+  if (dialect === 'ollama-chat') subjects.push(ollamaJs());
+  return subjects;
+}

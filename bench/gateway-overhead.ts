@@ -1,0 +1,593 @@
+/**
+ * Gateway overhead on loopback: the same simulator upstream reached directly, through a bare node:http
+ * pass-through proxy (the baseline), and through the tokenwire gateway (same dialect, and translated:
+ * the openai-chat upstream served as ollama-chat and as tgi), at several concurrency levels.
+ * Client (this process), upstream and proxies run in separate processes.
+ *
+ * Method
+ * - TTFT: from just before the request is written to the arrival of the first content frame. "Added"
+ *   is a route's figure minus the direct route's figure at the same level, in the same run.
+ * - Per-chunk delivery delay: the upstream process stamps the moment each content frame leaves the
+ *   simulator (keyed by `x-request-id`, which the gateway forwards); the client stamps the read that
+ *   delivered it. Both use the machine-wide monotonic clock, so delay_k = arrival_k - sent_k needs no
+ *   clock sync and no marker in the payload; frames are matched by their index among content frames
+ *   (a translated stream has the same content frames in the same order). "Added" again subtracts the
+ *   direct route's distribution.
+ * - CPU per chunk: process.cpuUsage() of the proxy process across a cell, over the content chunks the
+ *   upstream sent in that cell.
+ * - RSS per open idle stream: 1000 streams held open before their first token (the simulator's `ttft`
+ *   fault), proxy RSS (after a full GC) minus its RSS before, over 1000.
+ * Rounds interleave the routes (the order rotates every round); figures pool the rounds.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { fmt, median, quantile, type Spread, spread } from './stats.ts';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+
+/** Milliseconds on the machine-wide monotonic clock (the upstream process stamps with the same). */
+function monoMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+type Via = 'direct' | 'bare' | 'gateway';
+
+interface Route {
+  id: string;
+  label: string;
+  via: Via;
+  path: string;
+  framing: 'sse' | 'ndjson';
+  body(id: string, maxTokens: number): Record<string, unknown>;
+  /** Does this payload carry answer text? */
+  content(payload: Record<string, unknown>): boolean;
+}
+
+interface OpenAiChunk {
+  choices?: { delta?: { content?: unknown } }[];
+}
+
+const openAiBody = (id: string, maxTokens: number) => ({
+  model: 'sim',
+  messages: [{ role: 'user', content: `Tell me about rivers (${id}).` }],
+  max_tokens: maxTokens,
+  stream: true,
+});
+const openAiContent = (p: Record<string, unknown>) => {
+  const content = (p as OpenAiChunk).choices?.[0]?.delta?.content;
+  return typeof content === 'string' && content !== '';
+};
+
+export const ROUTES: readonly Route[] = [
+  {
+    id: 'direct',
+    label: 'direct (no proxy)',
+    via: 'direct',
+    path: '/v1/chat/completions',
+    framing: 'sse',
+    body: openAiBody,
+    content: openAiContent,
+  },
+  {
+    id: 'bare',
+    label: 'bare node:http proxy',
+    via: 'bare',
+    path: '/v1/chat/completions',
+    framing: 'sse',
+    body: openAiBody,
+    content: openAiContent,
+  },
+  {
+    id: 'gw-openai',
+    label: 'gateway openai-chat → openai-chat',
+    via: 'gateway',
+    path: '/v1/chat/completions',
+    framing: 'sse',
+    body: openAiBody,
+    content: openAiContent,
+  },
+  {
+    id: 'gw-ollama',
+    label: 'gateway ollama-chat → openai-chat',
+    via: 'gateway',
+    path: '/api/chat',
+    framing: 'ndjson',
+    body: (id, maxTokens) => ({
+      model: 'sim',
+      messages: [{ role: 'user', content: `Tell me about rivers (${id}).` }],
+      stream: true,
+      options: { num_predict: maxTokens },
+    }),
+    content: (p) => {
+      const message = p.message as { content?: unknown } | undefined;
+      return typeof message?.content === 'string' && message.content !== '';
+    },
+  },
+  {
+    id: 'gw-tgi',
+    label: 'gateway tgi → openai-chat',
+    via: 'gateway',
+    path: '/generate_stream',
+    framing: 'sse',
+    body: (id, maxTokens) => ({
+      inputs: `Tell me about rivers (${id}).`,
+      parameters: { max_new_tokens: maxTokens },
+    }),
+    content: (p) => {
+      const token = p.token as { text?: unknown; special?: unknown } | undefined;
+      return (
+        token !== undefined && token.special !== true && typeof token.text === 'string' && token.text !== ''
+      );
+    },
+  },
+];
+
+interface StreamRecord {
+  id: string;
+  sentAt: number;
+  arrivals: number[];
+  error?: string | undefined;
+}
+
+interface OpenStream {
+  done: Promise<StreamRecord>;
+  headers: Promise<void>;
+  /** The response began (200) and has not ended. */
+  isOpen(): boolean;
+  destroy(): void;
+}
+
+function openStream(
+  base: URL,
+  route: Route,
+  id: string,
+  maxTokens: number,
+  agent: http.Agent,
+  fault?: string,
+): OpenStream {
+  const body = JSON.stringify(route.body(id, maxTokens));
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    accept: route.framing === 'sse' ? 'text/event-stream' : 'application/x-ndjson',
+    'x-request-id': id,
+  };
+  if (fault !== undefined) headers['x-tokenwire-fault'] = fault;
+  const record: StreamRecord = { id, sentAt: 0, arrivals: [] };
+  const delimiter = route.framing === 'sse' ? '\n\n' : '\n';
+  let onHeaders: () => void = () => {};
+  const headersSeen = new Promise<void>((resolve) => {
+    onHeaders = resolve;
+  });
+  let request: http.ClientRequest | undefined;
+  let open = false;
+  const done = new Promise<StreamRecord>((resolve) => {
+    const fail = (message: string) => {
+      open = false;
+      record.error ??= message;
+      onHeaders();
+      resolve(record);
+    };
+    record.sentAt = monoMs();
+    request = http.request({
+      host: base.hostname,
+      port: base.port,
+      method: 'POST',
+      path: route.path,
+      headers,
+      agent,
+    });
+    request.on('socket', (socket) => socket.setNoDelay(true));
+    request.on('error', (error) => fail(error.message));
+    request.on('response', (response) => {
+      onHeaders();
+      if (response.statusCode !== 200) {
+        response.resume();
+        fail(`HTTP ${response.statusCode}`);
+        return;
+      }
+      open = true;
+      response.setEncoding('utf8');
+      let carry = '';
+      response.on('data', (text: string) => {
+        const at = monoMs();
+        carry += text;
+        let pos = 0;
+        for (;;) {
+          const end = carry.indexOf(delimiter, pos);
+          if (end === -1) break;
+          if (isContent(route, carry.slice(pos, end))) record.arrivals.push(at);
+          pos = end + delimiter.length;
+        }
+        carry = carry.slice(pos);
+      });
+      response.on('end', () => {
+        open = false;
+        resolve(record);
+      });
+      response.on('error', (error) => fail(error.message));
+      response.on('aborted', () => fail('aborted'));
+    });
+    request.end(body);
+  });
+  return { done, headers: headersSeen, isOpen: () => open, destroy: () => request?.destroy() };
+}
+
+function isContent(route: Route, block: string): boolean {
+  let payload = block;
+  if (route.framing === 'sse') {
+    const at = block.lastIndexOf('data:');
+    if (at === -1) return false;
+    payload = block.slice(at + 5).trimStart();
+  }
+  if (!payload.startsWith('{')) return false;
+  return route.content(JSON.parse(payload) as Record<string, unknown>);
+}
+
+/** Sends an IPC message and waits for the child's next message that has `key`. */
+function ask<T>(child: ChildProcess, message: object, key: string): Promise<T> {
+  return new Promise((resolve) => {
+    const listener = (reply: Record<string, unknown>) => {
+      if (key in reply) {
+        child.off('message', listener);
+        resolve(reply as T);
+      }
+    };
+    child.on('message', listener);
+    child.send(message);
+  });
+}
+
+function start(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  flags: readonly string[] = [],
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = fork(`${here}${script}`, args, {
+    execArgv: ['--expose-gc', ...flags],
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+    child.on('message', (message: { ready?: boolean; url?: string }) => {
+      if (message.ready === true && message.url !== undefined) resolve({ child, url: message.url });
+    });
+  });
+}
+
+interface Sample {
+  cpu: { user: number; system: number };
+  rss: number;
+  heapUsed: number;
+}
+
+interface CellResult {
+  route: string;
+  level: number;
+  round: number;
+  ttftMs: number[];
+  delayMs: number[];
+  cpuUsPerChunk: number | undefined;
+  chunks: number;
+  streams: number;
+  failed: number;
+  mismatched: number;
+  firstError?: string | undefined;
+}
+
+export interface GatewayBenchOptions {
+  levels?: readonly number[] | undefined;
+  rounds?: number | undefined;
+  maxTokens?: number | undefined;
+  /** Streams run one after another per client at level 1 (more TTFT samples). */
+  sequentialAtOne?: number | undefined;
+  idleStreams?: number | undefined;
+  /** Only these routes (ids); `direct` is always run, as every "added" figure needs it. */
+  routes?: readonly string[] | undefined;
+  /** Write a heap snapshot of each proxy holding its idle streams here (diagnosis). */
+  snapshotDir?: string | undefined;
+  /** Extra node flags for the proxy processes (e.g. `--cpu-prof`). */
+  proxyFlags?: readonly string[] | undefined;
+  log?: ((line: string) => void) | undefined;
+}
+
+export interface GatewayReport {
+  levels: number[];
+  sequentialAtOne: number;
+  routes: string[];
+  rounds: number;
+  maxTokens: number;
+  tokensPerSecond: number;
+  cells: CellResult[];
+  idle: {
+    route: string;
+    streams: number;
+    opened: number;
+    rssPerStreamBytes: number;
+    heapPerStreamBytes: number;
+  }[];
+  wallSeconds: number;
+}
+
+export async function runGatewayBench(options: GatewayBenchOptions = {}): Promise<GatewayReport> {
+  const began = Date.now();
+  const levels = [...(options.levels ?? [1, 32, 128, 1000])];
+  const rounds = options.rounds ?? 5;
+  const maxTokens = options.maxTokens ?? 24;
+  // 1000 streams of 24 tokens saturate the two cores for many seconds per cell; shorter streams keep
+  // the level (connections, TTFT under load) within the time budget.
+  const maxTokensAt1000 = Math.min(maxTokens, 12);
+  const sequentialAtOne = options.sequentialAtOne ?? 5;
+  const idleStreams = options.idleStreams ?? 1000;
+  const tokensPerSecond = 50;
+  const log = options.log ?? (() => {});
+
+  const upstream = await start('gateway-upstream.js', [], { BENCH_TPS: String(tokensPerSecond) });
+  const bare = await start('gateway-proxy.js', ['bare', upstream.url], {}, options.proxyFlags);
+  const gateway = await start('gateway-proxy.js', ['gateway', upstream.url], {}, options.proxyFlags);
+  const children = [upstream.child, bare.child, gateway.child];
+  const via: Record<Via, { url: URL; child: ChildProcess | undefined; agent: http.Agent }> = {
+    // Free sockets are dropped before the servers' 5 s keep-alive timeout, so none is reused as it closes.
+    direct: { url: new URL(upstream.url), child: undefined, agent: newAgent() },
+    bare: { url: new URL(bare.url), child: bare.child, agent: newAgent() },
+    gateway: { url: new URL(gateway.url), child: gateway.child, agent: newAgent() },
+  };
+  const cells: CellResult[] = [];
+  const only = options.routes;
+  const routes = ROUTES.filter((r) => only === undefined || r.id === 'direct' || only.includes(r.id));
+  try {
+    const runCell = async (route: Route, level: number, round: number): Promise<CellResult> => {
+      const target = via[route.via];
+      const sequential = level === 1 ? sequentialAtOne : 1;
+      const before =
+        target.child === undefined ? undefined : await ask<Sample>(target.child, { sample: true }, 'cpu');
+      const records: StreamRecord[] = [];
+      await Promise.all(
+        Array.from({ length: level }, async (_, client) => {
+          for (let s = 0; s < sequential; s++) {
+            const id = `${route.id}-${level}-${round}-${client}-${s}`;
+            const tokens = level >= 1000 ? maxTokensAt1000 : maxTokens;
+            records.push(await openStream(target.url, route, id, tokens, target.agent).done);
+          }
+        }),
+      );
+      const after =
+        target.child === undefined ? undefined : await ask<Sample>(target.child, { sample: true }, 'cpu');
+      const { logs } = await ask<{ logs: Record<string, number[]> }>(upstream.child, { take: true }, 'logs');
+      const cell: CellResult = {
+        route: route.id,
+        level,
+        round,
+        ttftMs: [],
+        delayMs: [],
+        cpuUsPerChunk: undefined,
+        chunks: 0,
+        streams: records.length,
+        failed: 0,
+        mismatched: 0,
+      };
+      for (const record of records) {
+        const sent = logs[record.id] ?? [];
+        cell.chunks += sent.length;
+        if (record.error !== undefined) {
+          cell.failed += 1;
+          cell.firstError ??= record.error;
+          continue;
+        }
+        if (record.arrivals.length > 0) cell.ttftMs.push(record.arrivals[0]! - record.sentAt);
+        if (sent.length !== record.arrivals.length) cell.mismatched += 1;
+        const n = Math.min(sent.length, record.arrivals.length);
+        for (let k = 0; k < n; k++) cell.delayMs.push(record.arrivals[k]! - sent[k]!);
+      }
+      if (before !== undefined && after !== undefined && cell.chunks > 0) {
+        const us = after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system;
+        cell.cpuUsPerChunk = us / cell.chunks;
+      }
+      return cell;
+    };
+
+    // Warm-up: every route once at a small level (JIT, connection pools), not recorded.
+    for (const route of routes) await runCell(route, 8, 0);
+    for (let round = 1; round <= rounds; round++) {
+      for (const level of levels) {
+        const shift = round % routes.length;
+        const order = [...routes.slice(shift), ...routes.slice(0, shift)];
+        for (const route of order) cells.push(await runCell(route, level, round));
+      }
+      log(`gateway round ${round}/${rounds} done (${((Date.now() - began) / 1000).toFixed(0)} s)`);
+    }
+
+    // Idle memory, each route in a fresh proxy process (a process that relayed 1000 active streams
+    // keeps that memory, which would hide what idle streams cost).
+    const idle: GatewayReport['idle'] = [];
+    for (const route of routes) {
+      if (route.via === 'direct' || idleStreams === 0) continue;
+      const fresh = await start('gateway-proxy.js', [route.via, upstream.url]);
+      const agent = newAgent();
+      try {
+        const url = new URL(fresh.url);
+        for (let i = 0; i < 4; i++) {
+          await Promise.all(
+            Array.from(
+              { length: 10 },
+              (_, j) => openStream(url, route, `warm-${route.id}-${i}-${j}`, 2, agent).done,
+            ),
+          );
+        }
+        const base = await ask<Sample>(fresh.child, { gc: true }, 'rss');
+        const streams = Array.from({ length: idleStreams }, (_, i) =>
+          openStream(url, route, `idle-${route.id}-${i}`, maxTokens, agent, 'ttft=60000'),
+        );
+        await Promise.all(streams.map((s) => s.headers));
+        await delay(1000);
+        const open = await ask<Sample>(fresh.child, { gc: true }, 'rss');
+        if (options.snapshotDir !== undefined) {
+          await ask(
+            fresh.child,
+            { snapshot: `${options.snapshotDir}/idle-${route.id}.heapsnapshot` },
+            'snapshotFile',
+          );
+        }
+        const opened = streams.filter((s) => s.isOpen()).length;
+        for (const s of streams) s.destroy();
+        await Promise.all(streams.map((s) => s.done));
+        idle.push({
+          route: route.id,
+          streams: idleStreams,
+          opened,
+          rssPerStreamBytes: (open.rss - base.rss) / idleStreams,
+          heapPerStreamBytes: (open.heapUsed - base.heapUsed) / idleStreams,
+        });
+        log(
+          `idle ${route.id}: ${fmt((open.rss - base.rss) / idleStreams / 1024, 1)} KiB RSS per stream (${opened} open)`,
+        );
+      } finally {
+        agent.destroy();
+        await stop(fresh.child);
+      }
+      await delay(500);
+      await ask(upstream.child, { take: true }, 'logs');
+    }
+    return {
+      levels,
+      sequentialAtOne,
+      rounds,
+      maxTokens,
+      tokensPerSecond,
+      routes: routes.map((r) => r.id),
+      cells,
+      idle,
+      wallSeconds: (Date.now() - began) / 1000,
+    };
+  } finally {
+    for (const target of Object.values(via)) target.agent.destroy();
+    await Promise.all(children.map(stop));
+  }
+}
+
+/** Asks a child to exit cleanly (so a --cpu-prof profile is written), and kills it if it does not. */
+async function stop(child: ChildProcess): Promise<void> {
+  child.removeAllListeners('exit');
+  if (child.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.send({ exit: true });
+  await Promise.race([exited, delay(5000)]);
+  if (child.exitCode === null) child.kill();
+}
+
+function newAgent(): http.Agent {
+  return new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, timeout: 4000 });
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+interface RouteLevel {
+  route: string;
+  level: number;
+  ttftP50: number;
+  ttftP99: number;
+  delayP50: number;
+  delayP99: number;
+  cpu: Spread;
+  streams: number;
+  failed: number;
+  mismatched: number;
+  firstError?: string | undefined;
+}
+
+export function summarize(report: GatewayReport): RouteLevel[] {
+  const out: RouteLevel[] = [];
+  for (const level of report.levels) {
+    for (const route of ROUTES.filter((r) => report.routes.includes(r.id))) {
+      const cells = report.cells.filter((c) => c.route === route.id && c.level === level);
+      const ttft = cells.flatMap((c) => c.ttftMs);
+      const delays = cells.flatMap((c) => c.delayMs);
+      const cpu = cells.map((c) => c.cpuUsPerChunk).filter((v): v is number => v !== undefined);
+      out.push({
+        route: route.id,
+        level,
+        ttftP50: quantile(ttft, 0.5),
+        ttftP99: quantile(ttft, 0.99),
+        delayP50: quantile(delays, 0.5),
+        delayP99: quantile(delays, 0.99),
+        cpu: spread(cpu),
+        streams: cells.reduce((a, c) => a + c.streams, 0),
+        failed: cells.reduce((a, c) => a + c.failed, 0),
+        mismatched: cells.reduce((a, c) => a + c.mismatched, 0),
+        firstError: cells.find((c) => c.firstError !== undefined)?.firstError,
+      });
+    }
+  }
+  return out;
+}
+
+/** The Markdown section (tables, then the per-target verdicts are made by run-all). */
+export function gatewayMarkdown(report: GatewayReport): string {
+  const rows = summarize(report);
+  const find = (route: string, level: number) => rows.find((r) => r.route === route && r.level === level)!;
+  const label = (id: string) => ROUTES.find((r) => r.id === id)!.label;
+  const lines: string[] = [
+    `Simulator upstream at ${report.tokensPerSecond} tokens/s (±10 % jitter, 20 ms TTFT), ${report.maxTokens} tokens per stream (${Math.min(report.maxTokens, 12)} at level 1000); level 1 runs ${report.sequentialAtOne} streams back to back; ${report.rounds} rounds, routes interleaved, samples pooled. Added = route − direct at the same level. Times in ms.`,
+    '',
+    '| level | route | TTFT p50 | TTFT p99 | added TTFT p50 | added TTFT p99 | chunk delay p50 | chunk delay p99 | added delay p50 | added delay p99 | proxy CPU µs/chunk | streams (failed, count mismatch) |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const level of report.levels) {
+    const direct = find('direct', level);
+    for (const route of ROUTES.filter((r) => report.routes.includes(r.id))) {
+      const r = find(route.id, level);
+      const isDirect = route.id === 'direct';
+      const added = (a: number, b: number) => (isDirect ? '–' : fmt(a - b, 2));
+      lines.push(
+        `| ${level} | ${label(route.id)} | ${fmt(r.ttftP50)} | ${fmt(r.ttftP99)} | ${added(r.ttftP50, direct.ttftP50)} | ${added(r.ttftP99, direct.ttftP99)} | ${fmt(r.delayP50)} | ${fmt(r.delayP99)} | ${added(r.delayP50, direct.delayP50)} | ${added(r.delayP99, direct.delayP99)} | ${isDirect ? '–' : `${fmt(r.cpu.median, 1)} (${fmt(r.cpu.min, 1)}–${fmt(r.cpu.max, 1)})`} | ${r.streams} (${r.failed}${r.failed > 0 && r.firstError !== undefined ? `: ${r.firstError}` : ''}, ${r.mismatched}) |`,
+      );
+    }
+  }
+  lines.push(
+    '',
+    `RSS per open idle stream (${report.idle[0]?.streams ?? 0} streams held before their first token, in a fresh proxy process warmed up with 40 short streams; proxy RSS and heap after a full GC, minus before):`,
+    '',
+    '| route | RSS KiB/stream | heap KiB/stream | streams open when measured |',
+    '|---|---:|---:|---:|',
+  );
+  for (const idle of report.idle) {
+    lines.push(
+      `| ${label(idle.route)} | ${fmt(idle.rssPerStreamBytes / 1024, 1)} | ${fmt(idle.heapPerStreamBytes / 1024, 1)} | ${idle.opened} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export { median };
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const argv = process.argv.slice(2);
+  const flag = (name: string): string | undefined => {
+    const at = argv.indexOf(name);
+    return at === -1 ? undefined : argv[at + 1];
+  };
+  const levels = flag('--levels');
+  const rounds = flag('--rounds');
+  const report = await runGatewayBench({
+    levels: levels
+      ?.split(',')
+      .map(Number)
+      .filter((n) => n > 0),
+    rounds: rounds === undefined ? undefined : Number(rounds),
+    idleStreams: flag('--idle') === undefined ? undefined : Number(flag('--idle')),
+    routes: flag('--routes')?.split(','),
+    snapshotDir: flag('--heap-snapshot-dir'),
+    proxyFlags:
+      flag('--cpu-prof-dir') === undefined
+        ? undefined
+        : ['--cpu-prof', `--cpu-prof-dir=${flag('--cpu-prof-dir')}`],
+    log: (line) => console.error(line),
+  });
+  if (argv.includes('--json')) process.stdout.write(JSON.stringify(report));
+  else process.stdout.write(`${gatewayMarkdown(report)}\n`);
+}

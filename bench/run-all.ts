@@ -1,0 +1,238 @@
+/**
+ * `npm run bench`: every benchmark, then bench/RESULTS.md (machine, versions, date, headline ratios
+ * and verdicts against the targets of issue 8, then the full tables).
+ * Flags: `--quick` (fewer rounds and events, for trying things; not for RESULTS.md), `--skip-decode`,
+ * `--skip-gateway`, `--out <file>` (default bench/RESULTS.md).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { decodeMarkdown, runDecodeBench, type WorkerReport } from './decode-throughput.ts';
+import { type GatewayReport, gatewayMarkdown, runGatewayBench, summarize } from './gateway-overhead.ts';
+import { fmt } from './stats.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const outAt = argv.indexOf('--out');
+const outFile = outAt === -1 ? `${root}bench/RESULTS.md` : argv[outAt + 1]!;
+const log = (line: string) => console.error(`[bench] ${line}`);
+
+function packageVersion(name: string): string {
+  try {
+    const json = JSON.parse(readFileSync(`${root}node_modules/${name}/package.json`, 'utf8')) as {
+      version: string;
+    };
+    return json.version;
+  } catch {
+    return 'not installed';
+  }
+}
+
+function cpuModel(): string {
+  try {
+    const line = readFileSync('/proc/cpuinfo', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('model name'));
+    return line?.split(':')[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
+  } catch {
+    return os.cpus()[0]?.model ?? 'unknown';
+  }
+}
+
+function nproc(): string {
+  try {
+    return execFileSync('nproc', { encoding: 'utf8' }).trim();
+  } catch {
+    return String(os.availableParallelism());
+  }
+}
+
+const started = new Date();
+const loadBefore = os.loadavg();
+log(`machine: ${nproc()} CPUs, ${cpuModel()}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`);
+
+let decode: WorkerReport[] = [];
+if (!argv.includes('--skip-decode')) {
+  decode = runDecodeBench({
+    rounds: quick ? 2 : undefined,
+    events: quick ? 50_000 : undefined,
+    log,
+  });
+}
+let gateway: GatewayReport | undefined;
+if (!argv.includes('--skip-gateway')) {
+  gateway = await runGatewayBench({
+    rounds: quick ? 2 : undefined,
+    idleStreams: quick ? 200 : undefined,
+    log,
+  });
+}
+
+/** The bench CLI's own cost (issue 8, item 3) is measured by `bench/bench-cli-cost.ts` when it exists. */
+function benchCliSection(): string {
+  const script = fileURLToPath(new URL('./bench-cli-cost.js', import.meta.url));
+  if (!existsSync(script)) {
+    return '_Not measured yet._ Hook: `bench/bench-cli-cost.ts`, when present, is run by `npm run bench` and prints this section as Markdown on stdout.';
+  }
+  log('bench CLI cost');
+  return execFileSync(process.execPath, [script, ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 16 * 1024 * 1024,
+  }).trim();
+}
+const benchCli = benchCliSection();
+const loadAfter = os.loadavg();
+
+type Verdict = { target: string; measured: string; met: boolean | undefined };
+const verdicts: Verdict[] = [];
+const headline: string[] = [];
+
+function subject(report: WorkerReport, id: string) {
+  return report.subjects.find((s) => s.id === id && s.broken === undefined);
+}
+
+const ratio = (s: { median: number; min: number; max: number }) =>
+  `${fmt(s.median)}× (${fmt(s.min)}–${fmt(s.max)})`;
+for (const report of decode.filter(
+  (r) => r.group === 'fast' && (r.dialect === 'openai-chat' || r.dialect === 'ollama-chat'),
+)) {
+  const where = `${report.dialect}, ${report.readBytes / 1024} KiB reads`;
+  const tw = subject(report, 'tokenwire');
+  if (tw === undefined) {
+    verdicts.push({
+      target: `decode ≤ 1.10× floor (${where})`,
+      measured: 'tokenwire row broken',
+      met: false,
+    });
+    continue;
+  }
+  verdicts.push({
+    target: `decode ≤ 1.10× the scan+JSON.parse floor's time (${where})`,
+    measured: `${ratio(tw.cpuRatioToFloor)} CPU time; wall ${ratio(tw.ratioToFloor)}`,
+    met: tw.cpuRatioToFloor.median <= 1.1,
+  });
+  const others: string[] = [];
+  for (const id of ['eventsource-parser', 'ollama-js']) {
+    const other = subject(report, id);
+    if (other !== undefined)
+      others.push(`${fmt(other.cpuRatioToFloor.median / tw.cpuRatioToFloor.median)}× ${other.label}`);
+  }
+  const sdk = decode.find(
+    (r) => r.group === 'sdk' && r.dialect === report.dialect && r.readBytes === report.readBytes,
+  );
+  const twSdk = sdk === undefined ? undefined : subject(sdk, 'tokenwire');
+  for (const [id, need] of [
+    ['openai-sdk', 3],
+    ['ai-sdk', 10],
+  ] as const) {
+    const other = sdk === undefined ? undefined : subject(sdk, id);
+    if (other === undefined || twSdk === undefined) continue;
+    const times = other.cpuRatioToFloor.median / twSdk.cpuRatioToFloor.median;
+    const wallTimes = other.ratioToFloor.median / twSdk.ratioToFloor.median;
+    others.push(`${fmt(times)}× ${other.label}`);
+    verdicts.push({
+      target: `≥ ${need}× the throughput of ${other.label} (${where})`,
+      measured: `${fmt(times)}× (CPU time); wall ${fmt(wallTimes)}×`,
+      met: times >= need,
+    });
+  }
+  headline.push(
+    `- **${where}**: tokenwire ${fmt(tw.eventsPerSecond.median, 0)} events/s, ${fmt(tw.mbPerSecond.median, 0)} MB/s (wall), ${fmt(tw.cpuRatioToFloor.median)}× the floor's CPU time (${fmt(tw.ratioToFloor.median)}× wall)${others.length > 0 ? `; tokenwire's throughput is ${others.join(', ')}` : ''}.`,
+  );
+}
+
+if (gateway !== undefined) {
+  const rows = summarize(gateway);
+  const row = (route: string, level: number) => rows.find((r) => r.route === route && r.level === level);
+  const gwRoutes = ['gw-openai', 'gw-ollama', 'gw-tgi'];
+  for (const level of [1, 32, 128].filter((l) => gateway!.levels.includes(l))) {
+    const direct = row('direct', level)!;
+    const bare = row('bare', level)!;
+    const bareAdded = bare.ttftP50 - direct.ttftP50;
+    for (const id of gwRoutes) {
+      const r = row(id, level)!;
+      const added = r.ttftP50 - direct.ttftP50;
+      verdicts.push({
+        target: `added TTFT p50 ≤ 1.25× the bare proxy's at ${level} (${id})`,
+        measured: `${fmt(added)} ms vs bare ${fmt(bareAdded)} ms`,
+        met: added <= 1.25 * Math.max(bareAdded, 0),
+      });
+      if (level === 1) {
+        verdicts.push({
+          target: `added TTFT p50 < 1 ms at 1 stream (${id})`,
+          measured: `${fmt(added)} ms`,
+          met: added < 1,
+        });
+      }
+      if (level === 32 || level === 128) {
+        const addedP99 = r.delayP99 - direct.delayP99;
+        const bareP99 = bare.delayP99 - direct.delayP99;
+        verdicts.push({
+          target: `added p99 chunk delay ≤ 2× the bare proxy's at ${level} (${id})`,
+          measured: `${fmt(addedP99)} ms vs bare ${fmt(bareP99)} ms`,
+          met: addedP99 <= 2 * Math.max(bareP99, 0),
+        });
+      }
+      if (level === 128) {
+        verdicts.push({
+          target: `CPU per chunk ≤ 1.5× the bare proxy's at 128 (${id})`,
+          measured: `${fmt(r.cpu.median, 1)} µs vs bare ${fmt(bare.cpu.median, 1)} µs (${fmt(r.cpu.median / bare.cpu.median)}×)`,
+          met: r.cpu.median <= 1.5 * bare.cpu.median,
+        });
+      }
+    }
+  }
+  for (const idle of gateway.idle.filter((i) => i.route !== 'bare')) {
+    verdicts.push({
+      target: `≤ 64 KiB RSS per open idle stream at ${idle.streams} (${idle.route})`,
+      measured: `${fmt(idle.rssPerStreamBytes / 1024, 1)} KiB (bare proxy ${fmt((gateway.idle.find((i) => i.route === 'bare')?.rssPerStreamBytes ?? Number.NaN) / 1024, 1)} KiB)`,
+      met: idle.rssPerStreamBytes <= 64 * 1024,
+    });
+  }
+}
+
+const versions = ['openai', 'ai', '@ai-sdk/openai-compatible', 'ollama', 'eventsource-parser', 'typescript'];
+const md = [
+  '# tokenwire benchmarks',
+  '',
+  `Generated by \`npm run bench\`${quick ? ' **(--quick: fewer rounds and events; not for quoting)**' : ''} on ${started.toISOString()}. Do not edit by hand.`,
+  '',
+  `- Machine: ${nproc()} CPUs (\`nproc\`), ${cpuModel()}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}`,
+  `- Load average (1/5/15 min) before: ${loadBefore.map((l) => l.toFixed(2)).join(' / ')}; after: ${loadAfter.map((l) => l.toFixed(2)).join(' / ')} (other work on the machine inflates wall times and their spread)`,
+  `- Node ${process.version}; tokenwire ${packageVersion('../')}; ${versions.map((name) => `${name} ${packageVersion(name)}`).join(', ')}`,
+  '',
+  '## Headline',
+  '',
+  ...headline,
+  '',
+  '## Targets (issue 8)',
+  '',
+  '| target | measured | met |',
+  '|---|---|:---:|',
+  ...verdicts.map(
+    (v) => `| ${v.target} | ${v.measured} | ${v.met === undefined ? '–' : v.met ? 'yes' : '**no**'} |`,
+  ),
+  '',
+  '## 1. Decode throughput',
+  '',
+  'The whole response is held in memory and handed to each subject through its own injectable `fetch` as a `Response` whose body yields reads of the given size. Every subject must reassemble the exact answer text (else its row says **broken**). tokenwire runs its full path: bytes → frames → normalized events → `Result` (every check on). The floors read the same bytes: `Buffer.indexOf` of the frame delimiter alone, and that scan plus decoding each payload to a string (`buf.toString("utf8")`) and `JSON.parse`, appending the text. "× floor" is the subject\'s time over the scan+JSON.parse floor\'s in the same round, with CPU time (`process.cpuUsage`, what the verdicts use: on a shared machine wall time also counts waiting for a core) and with wall time. Heap peak: highest heap use V8 recorded during the run minus the heap after a full GC before it; retained: after a full GC with the output kept. One worker process per (dialect, read size, group): the slow SDKs run in their own process with the floor and tokenwire, so they neither lengthen nor disturb the close comparisons. Subjects interleaved, order rotating per round, after one unrecorded warm-up round on a tenth of the stream. MB = 10^6 bytes.',
+  '',
+  decode.length > 0 ? decodeMarkdown(decode) : '_Skipped._',
+  '',
+  '## 2. Gateway overhead',
+  '',
+  gateway !== undefined
+    ? `${gatewayMarkdown(gateway)}\n\nGateway bench wall time ${fmt(gateway.wallSeconds, 0)} s.`
+    : '_Skipped._',
+  '',
+  "## 3. The bench CLI's own cost",
+  '',
+  benchCli,
+  '',
+];
+writeFileSync(outFile, md.join('\n'));
+log(`wrote ${outFile}`);
+for (const v of verdicts) log(`${v.met ? 'MET ' : 'MISS'} ${v.target}: ${v.measured}`);
