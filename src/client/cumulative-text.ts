@@ -18,6 +18,11 @@ export class CumulativeTextFilter {
     return this.#cumulative;
   }
 
+  /** True once the stream was taken to be plain deltas: `next` passes every text through from now on. */
+  get settled(): boolean {
+    return this.#settled;
+  }
+
   /** The new text of this event ('' when nothing is new, or when it is held to decide). */
   next(text: string): string {
     if (this.#settled) return text;

@@ -1,10 +1,11 @@
 export type { PreparedRequest, StreamRequest } from './build-request.ts';
 export type { RequestFailureCode } from './client-errors.ts';
 export { HttpError, IncompleteStreamError, RequestFailedError } from './client-errors.ts';
+export type { ClientTelemetry } from './client-telemetry.ts';
 export { CumulativeTextFilter } from './cumulative-text.ts';
 export { MetricsRecorder } from './metrics-recorder.ts';
 export type { RunHooks, StreamOptions } from './run-stream.ts';
 export { runStream } from './run-stream.ts';
 export type { TimeoutOptions } from './timeouts.ts';
-export type { TokenStreamOptions } from './token-stream.ts';
+export type { TokenStreamOptions, TracedStreamOptions } from './token-stream.ts';
 export { complete, stream, TokenStream } from './token-stream.ts';

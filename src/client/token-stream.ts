@@ -2,9 +2,15 @@ import type { Result } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
 import type { StreamRequest } from './build-request.ts';
 import { IncompleteStreamError } from './client-errors.ts';
+import { type ClientTelemetry, traceStream } from './client-telemetry.ts';
 import { runStream, type StreamOptions } from './run-stream.ts';
 
-export interface TokenStreamOptions extends StreamOptions {
+export interface TracedStreamOptions extends StreamOptions {
+  /** OpenTelemetry tracer and/or meter: a GenAI span and metrics for this call (see ClientTelemetry). */
+  telemetry?: ClientTelemetry | undefined;
+}
+
+export interface TokenStreamOptions extends TracedStreamOptions {
   /** Make the event iterator throw an IncompleteStreamError after the last event of an incomplete stream. */
   throwOnIncomplete?: boolean | undefined;
 }
@@ -87,27 +93,32 @@ export class TokenStream implements AsyncIterable<StreamEvent> {
   #start(): Promise<Result> {
     if (this.#result !== undefined) return this.#result;
     const iterating = this.#iterating;
-    this.#result = runStream(this.#request, this.#options, {
-      consumerSignal: this.#consumer.signal,
-      onEvent: iterating
-        ? (event) => {
-            this.#queue.push(event);
-            const wake = this.#wake;
-            if (wake !== undefined) {
-              this.#wake = undefined;
-              wake();
+    const run = (request: StreamRequest) =>
+      runStream(request, this.#options, {
+        consumerSignal: this.#consumer.signal,
+        onEvent: iterating
+          ? (event) => {
+              this.#queue.push(event);
+              const wake = this.#wake;
+              if (wake !== undefined) {
+                this.#wake = undefined;
+                wake();
+              }
             }
-          }
-        : undefined,
-      backpressure: iterating
-        ? () =>
-            this.#queue.length - this.#head > HIGH_WATER
-              ? new Promise<void>((resolve) => {
-                  this.#drained = resolve;
-                })
-              : undefined
-        : undefined,
-    }).finally(() => {
+          : undefined,
+        backpressure: iterating
+          ? () =>
+              this.#queue.length - this.#head > HIGH_WATER
+                ? new Promise<void>((resolve) => {
+                    this.#drained = resolve;
+                  })
+                : undefined
+          : undefined,
+      });
+    const telemetry = this.#options.telemetry;
+    this.#result = (
+      telemetry === undefined ? run(this.#request) : traceStream(telemetry, this.#request, run)
+    ).finally(() => {
       this.#finished = true;
       const wake = this.#wake;
       this.#wake = undefined;
@@ -125,6 +136,8 @@ export function stream(request: StreamRequest, options: TokenStreamOptions = {})
 }
 
 /** Sends a streaming request and resolves with its Result (check `complete`; see `incomplete`). */
-export function complete(request: StreamRequest, options: StreamOptions = {}): Promise<Result> {
-  return runStream(request, options);
+export function complete(request: StreamRequest, options: TracedStreamOptions = {}): Promise<Result> {
+  const telemetry = options.telemetry;
+  if (telemetry === undefined) return runStream(request, options);
+  return traceStream(telemetry, request, (sent) => runStream(sent, options));
 }

@@ -1,19 +1,34 @@
 import { HttpError, RequestFailedError } from '../client/client-errors.ts';
 import { runStream } from '../client/run-stream.ts';
+import type { MidStreamError } from '../dialects/dialect.ts';
 import { type Dialect, type DialectId, RequestError } from '../dialects/dialect.ts';
 import { frameText } from '../dialects/frame-text.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
 import { TokenwireError } from '../errors.ts';
-import type { ChatRequest } from '../events/chat-request.ts';
+import { type ChatRequest, renderPrompt } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
-import type { FlushPolicy } from './coalescer.ts';
+import type { StreamEvent } from '../events/stream-event.ts';
+import { type FlushPolicy, isCoalescing, TextCoalescer } from './coalescer.ts';
 import { GatewayMetrics, type StreamOutcome } from './gateway-metrics.ts';
+import {
+  GatewayTelemetry,
+  type GatewayTelemetryOptions,
+  type RequestTelemetry,
+} from './gateway-telemetry.ts';
 import { MemoryResumeStore } from './memory-resume-store.ts';
 import { nonStreamBody } from './non-stream-response.ts';
+import { type OutputFormat, outputFormat } from './output-format.ts';
+import { PLAIN_TEXT_HEADERS, PlainTextRelay } from './plain-text-relay.ts';
 import { BodyError, readJsonBody } from './read-body.ts';
+import { readStreamExtensions } from './read-stream-extensions.ts';
+import { requestIdFor } from './request-id.ts';
+import { type EndState, type LogLevel, levelOf, logs, type RequestLog, redactUrls } from './request-log.ts';
 import { formatEventId, parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
 import { StreamRelay } from './stream-relay.ts';
 import { pickUpstreamDialect, type Upstream } from './upstream.ts';
+
+export type { GatewayTelemetryOptions } from './gateway-telemetry.ts';
+export type { EndState, LogLevel, RequestLog } from './request-log.ts';
 
 export interface GatewayOptions {
   /** The servers behind the gateway; requests go to the first that serves the model (else the first). */
@@ -41,23 +56,19 @@ export interface GatewayOptions {
   flavors?: Partial<Record<DialectId, string>> | undefined;
   /** Serves anything that is not an API route (the playground). */
   fallback?: ((request: Request) => Promise<Response | undefined> | Response | undefined) | undefined;
-  /** One record per request, at its end. */
+  /** One record per request, at its end (a stream's, when the stream ends). No credentials, ever. */
   onLog?: ((record: RequestLog) => void) | undefined;
+  /** The least severe record passed to `onLog`: `error`, `warn`, `info` (default) or `debug`. */
+  logLevel?: LogLevel | undefined;
+  /** Put the prompt and the answer in log records. Off by default: they may be personal data. */
+  logContent?: boolean | undefined;
+  /**
+   * OpenTelemetry spans and GenAI metrics. Off unless given; `@opentelemetry/api` (an optional peer
+   * dependency) is loaded only then.
+   */
+  telemetry?: GatewayTelemetryOptions | undefined;
   /** Monotonic clock in ms (metrics). Default performance.now. */
   now?: (() => number) | undefined;
-}
-
-export interface RequestLog {
-  route: string;
-  upstream: string | undefined;
-  status: number;
-  outcome: StreamOutcome | 'rejected' | 'resumed' | 'non-stream';
-  model: string | undefined;
-  ttftMs: number | undefined;
-  durationMs: number;
-  inputTokens: number | undefined;
-  outputTokens: number | undefined;
-  error: string | undefined;
 }
 
 export interface Gateway {
@@ -84,9 +95,51 @@ const FORWARDED_HEADERS = [
 /** The dialects that stream unless told otherwise (`stream` absent). */
 const STREAMS_BY_DEFAULT = new Set<DialectId>(['ollama-chat', 'ollama-generate', 'tgi']);
 
+/** What the gateway writes a stream through: its dialect's SSE/NDJSON, or plain text. */
+interface Relay {
+  readonly body: ReadableStream<Uint8Array>;
+  readonly sse: boolean;
+  readonly lastWriteAt: number;
+  event(event: StreamEvent): void;
+  flushEncoder(): void;
+  backpressure(): Promise<void> | undefined;
+  keepalive(): void;
+  end(result?: Result): void;
+  fail(error: MidStreamError, result?: Result): void;
+  abort(): void;
+  clientLeft(): void;
+}
+
 interface ActiveStream {
-  relay: StreamRelay;
+  relay: Relay;
+  /** Text held by a coalescing flush policy, written before the stream's ending. */
+  coalescer: TextCoalescer | undefined;
   upstreamAbort: AbortController;
+}
+
+/** One request, from its arrival to its log line. */
+interface Scope {
+  requestId: string;
+  startedAt: number;
+  format: OutputFormat;
+  trace: RequestTelemetry | undefined;
+}
+
+/** How a request ended, for its log line and its span. */
+interface Done {
+  route: DialectId;
+  status: number;
+  outcome: RequestLog['outcome'];
+  upstream?: Upstream | undefined;
+  upstreamDialect?: DialectId | undefined;
+  chat?: ChatRequest | undefined;
+  result?: Result | undefined;
+  error?: unknown;
+  endState?: EndState | undefined;
+  ttftMs?: number | undefined;
+  /** When the first content was relayed (gateway clock), for time per output token. */
+  firstContentAt?: number | undefined;
+  streamId?: string | undefined;
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
@@ -98,6 +151,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const retryMs = options.retryMs ?? 3000;
   const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
   const headersWaitMs = options.upstreamHeadersWaitMs ?? 1000;
+  const logLevel = options.logLevel ?? 'info';
+  const telemetry = options.telemetry === undefined ? undefined : new GatewayTelemetry(options.telemetry);
   const active = new Set<ActiveStream>();
   let closing = false;
 
@@ -117,11 +172,87 @@ export function createGateway(options: GatewayOptions): Gateway {
   const routes = new Map<string, Dialect>();
   for (const dialect of Object.values(DIALECTS)) for (const path of dialect.paths) routes.set(path, dialect);
 
-  function log(record: RequestLog): void {
-    options.onLog?.(record);
+  /** The request's log line (when its level is wanted) and the end of its span. */
+  function done(scope: Scope, end: Done): void {
+    const durationMs = now() - scope.startedAt;
+    const result = end.result;
+    const outputTokens =
+      result === undefined ? undefined : (result.usage?.outputTokens ?? result.metrics.outputTokens);
+    const estimated = result === undefined ? undefined : result.usage?.outputTokens === undefined;
+    let tpotMs: number | undefined;
+    if (end.firstContentAt !== undefined && outputTokens !== undefined && outputTokens > 1)
+      tpotMs = (now() - end.firstContentAt) / (outputTokens - 1);
+    scope.trace?.end({
+      status: end.status,
+      endState: end.endState,
+      result,
+      error: end.error,
+      durationMs,
+      ttftMs: end.ttftMs,
+      tpotMs,
+      outputTokens,
+      outputTokensEstimated: estimated,
+    });
+    const onLog = options.onLog;
+    if (onLog === undefined) return;
+    const level = levelOf(end.outcome, end.status, end.endState);
+    if (!logs(logLevel, level)) return;
+    const failure =
+      end.error ??
+      (result !== undefined && !result.complete && end.endState !== 'cancelled'
+        ? result.error?.message
+        : undefined);
+    const record: RequestLog = {
+      level,
+      requestId: scope.requestId,
+      route: end.route,
+      upstream: end.upstream?.name,
+      status: end.status,
+      outcome: end.outcome,
+      model: end.chat?.model,
+      ttftMs: end.ttftMs,
+      durationMs,
+      inputTokens: result?.usage?.inputTokens,
+      outputTokens,
+      error: failure === undefined ? undefined : redactUrls(errorMessage(failure)),
+    };
+    if (scope.trace !== undefined) record.traceId = scope.trace.traceId;
+    if (end.endState !== undefined) record.endState = end.endState;
+    if (result?.finishReason !== undefined) record.finishReason = result.finishReason;
+    if (scope.format === 'text') record.format = 'text';
+    if (end.streamId !== undefined) record.streamId = end.streamId;
+    if (tpotMs !== undefined) record.tpotMs = tpotMs;
+    if (estimated !== undefined) record.outputTokensEstimated = estimated;
+    if (logLevel === 'debug' && result !== undefined) {
+      record.debug = {
+        upstreamDialect: end.upstreamDialect,
+        upstreamTtftMs: result.metrics.ttftMs,
+        chunks: result.metrics.chunkCount,
+        keepalives: result.metrics.keepaliveCount,
+        upstreamBytes: result.metrics.bytes,
+        incomplete: result.incomplete,
+      };
+    }
+    if (options.logContent === true) {
+      if (end.chat !== undefined) record.prompt = renderPrompt(end.chat);
+      if (result !== undefined) record.answer = result.text;
+    }
+    onLog(record);
   }
 
-  function errorResponse(dialect: Dialect, status: number, message: string, errorType?: string): Response {
+  function errorResponse(
+    dialect: Dialect,
+    scope: Scope,
+    status: number,
+    message: string,
+    errorType?: string,
+  ): Response {
+    if (scope.format === 'text') {
+      return new Response(`[tokenwire: error: ${message}]\n`, {
+        status,
+        headers: { ...PLAIN_TEXT_HEADERS, 'cache-control': 'no-store' },
+      });
+    }
     const error = dialect.errorResponse({ status, message, errorType });
     return new Response(error.body, {
       status: error.status,
@@ -129,21 +260,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     });
   }
 
-  function reject(dialect: Dialect, status: number, message: string, errorType?: string): Response {
+  function reject(
+    dialect: Dialect,
+    scope: Scope,
+    status: number,
+    message: string,
+    errorType?: string,
+  ): Response {
     metrics.rejected.inc({ route: dialect.id, status: String(status) });
-    log({
-      route: dialect.id,
-      upstream: undefined,
-      status,
-      outcome: 'rejected',
-      model: undefined,
-      ttftMs: undefined,
-      durationMs: 0,
-      inputTokens: undefined,
-      outputTokens: undefined,
-      error: message,
-    });
-    return errorResponse(dialect, status, message, errorType);
+    done(scope, { route: dialect.id, status, outcome: 'rejected', error: message });
+    return errorResponse(dialect, scope, status, message, errorType);
   }
 
   function pickUpstream(model: string | undefined): Upstream {
@@ -177,21 +303,61 @@ export function createGateway(options: GatewayOptions): Gateway {
     return upstreamDialect.toRequestBody({ ...request, includeUsage: true, extra: undefined });
   }
 
-  async function handleStream(dialect: Dialect, request: Request, tgiRoot = false): Promise<Response> {
-    const startedAt = now();
-    if (closing) return reject(dialect, 503, 'the gateway is shutting down', 'unavailable_error');
-    const lastEventId = request.headers.get('last-event-id');
-    if (lastEventId !== null && lastEventId !== '') return resume(dialect, lastEventId, request);
-    if (request.method !== 'POST') return reject(dialect, 405, `use POST for ${dialect.paths[0]}`);
-
-    let body: unknown;
-    let chat: ChatRequest;
+  /** Every dialect route: the request id, the span, then the request itself. */
+  async function handleRoute(dialect: Dialect, request: Request, url: URL, path: string, tgiRoot: boolean) {
+    const requestId = requestIdFor(request.headers);
+    let trace: RequestTelemetry | undefined;
+    if (telemetry !== undefined) {
+      await telemetry.ready();
+      trace = telemetry.start(request, path, requestId);
+    }
+    const scope: Scope = { requestId, startedAt: now(), format: 'dialect', trace };
+    let response: Response;
     try {
-      body = await readJsonBody(request, maxBodyBytes);
-      chat = dialect.fromRequestBody(body);
+      response = await handleStream(dialect, request, url, scope, tgiRoot);
     } catch (error) {
-      if (error instanceof BodyError) return reject(dialect, error.status, error.message);
-      if (error instanceof RequestError) return reject(dialect, error.status, error.message);
+      done(scope, { route: dialect.id, status: 500, outcome: 'error', error });
+      response = Response.json(
+        { error: { message: `internal error: ${redactUrls(errorMessage(error))}`, type: 'server_error' } },
+        { status: 500 },
+      );
+    }
+    response.headers.set('x-request-id', requestId);
+    return response;
+  }
+
+  async function handleStream(
+    dialect: Dialect,
+    request: Request,
+    url: URL,
+    scope: Scope,
+    tgiRoot: boolean,
+  ): Promise<Response> {
+    const startedAt = scope.startedAt;
+    try {
+      scope.format = outputFormat(url, request.headers.get('accept'));
+    } catch (error) {
+      if (error instanceof RequestError) return reject(dialect, scope, error.status, error.message);
+      throw error;
+    }
+    if (closing) return reject(dialect, scope, 503, 'the gateway is shutting down', 'unavailable_error');
+    const lastEventId = request.headers.get('last-event-id');
+    if (lastEventId !== null && lastEventId !== '') return resume(dialect, lastEventId, request, scope);
+    if (request.method !== 'POST') return reject(dialect, scope, 405, `use POST for ${dialect.paths[0]}`);
+
+    let body: Record<string, unknown>;
+    let chat: ChatRequest;
+    let includePrompt: boolean;
+    let flush: FlushPolicy | undefined;
+    try {
+      const extensions = readStreamExtensions(await readJsonBody(request, maxBodyBytes));
+      chat = dialect.fromRequestBody(extensions.body);
+      body = extensions.body as Record<string, unknown>;
+      includePrompt = extensions.includePrompt;
+      flush = extensions.flush ?? options.flush;
+    } catch (error) {
+      if (error instanceof BodyError) return reject(dialect, scope, error.status, error.message);
+      if (error instanceof RequestError) return reject(dialect, scope, error.status, error.message);
       throw error;
     }
     const upstream = pickUpstream(chat.model);
@@ -200,80 +366,111 @@ export function createGateway(options: GatewayOptions): Gateway {
     const upstreamDialect = getDialect(pickUpstreamDialect(upstream, dialect.id, chat));
     const labels = { route: dialect.id, upstream: upstream.name };
     metrics.requests.inc(labels);
-    // TGI's `POST /` streams only with `stream: true`; its /generate_stream always streams.
-    const wantsStream = chat.stream ?? (tgiRoot ? false : STREAMS_BY_DEFAULT.has(dialect.id));
+    // TGI's `POST /` streams only with `stream: true`; its /generate_stream always streams. Plain text
+    // always streams: that is what it is for.
+    const wantsStream =
+      scope.format === 'text' || (chat.stream ?? (tgiRoot ? false : STREAMS_BY_DEFAULT.has(dialect.id)));
     const upstreamAbort = new AbortController();
-    const sent = upstreamBody(dialect, upstreamDialect, body as Record<string, unknown>, chat);
+    const sent = upstreamBody(dialect, upstreamDialect, body, chat);
     const forwarded: Record<string, string> = {};
     for (const name of FORWARDED_HEADERS) {
       const value = request.headers.get(name);
       if (value !== null) forwarded[name] = value;
     }
+    forwarded['x-request-id'] = scope.requestId;
+    const upstreamUrl = `${upstream.url.replace(/\/+$/, '')}${upstreamDialect.paths[0]}`;
+    const streamId = wantsStream ? randomStreamId() : undefined;
+    const trace = scope.trace;
+    trace?.describe({
+      route: dialect.id,
+      chat,
+      upstream,
+      upstreamDialect: upstreamDialect.id,
+      upstreamUrl,
+      stream: wantsStream,
+      format: scope.format,
+      streamId: scope.format === 'dialect' && dialect.framing === 'sse' ? streamId : undefined,
+    });
     const target = {
-      url: `${upstream.url.replace(/\/+$/, '')}${upstreamDialect.paths[0]}`,
+      url: upstreamUrl,
       dialect: upstreamDialect.id,
       body: sent,
-      // The upstream's own credentials win over anything a client sent.
-      headers: { ...forwarded, ...upstream.headers },
+      // With tracing on, the upstream continues the trace from the gateway's upstream span. The
+      // upstream's own credentials win over anything a client sent.
+      headers: { ...forwarded, ...trace?.startUpstream(), ...upstream.headers },
     };
     const runOptions = {
       fetch: upstream.fetch,
       signal: upstreamAbort.signal,
       timeouts: upstream.timeouts,
     };
+    const base = { route: dialect.id, upstream, upstreamDialect: upstreamDialect.id, chat };
 
     if (!wantsStream) {
       const onClientGone = () => upstreamAbort.abort();
       request.signal.addEventListener('abort', onClientGone, { once: true });
       try {
         const result = await runStream(target, runOptions);
+        trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - startedAt);
         countTokens(labels, result);
+        const ttftMs = result.metrics.ttftMs;
         if (!result.complete) {
           const outcome: StreamOutcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
           metrics.streams.inc({ ...labels, outcome });
-          return errorResponse(
-            dialect,
-            502,
-            `the upstream stream was incomplete: ${result.error?.message ?? result.incomplete}`,
-            'upstream_error',
-          );
+          const message = `the upstream stream was incomplete: ${redactUrls(result.error?.message ?? result.incomplete ?? '')}`;
+          done(scope, { ...base, status: 502, outcome, result, endState: outcome, ttftMs });
+          return errorResponse(dialect, scope, 502, message, 'upstream_error');
         }
         metrics.streams.inc({ ...labels, outcome: 'completed' });
         if (result.truncated) metrics.truncated.inc(labels);
-        log(requestLog(dialect, upstream, 200, 'non-stream', chat, result, now() - startedAt, undefined));
+        done(scope, {
+          ...base,
+          status: 200,
+          outcome: 'non-stream',
+          result,
+          endState: result.truncated ? 'truncated' : 'completed',
+          ttftMs,
+        });
         const answer = nonStreamBody(dialect.id, result, chat.model ?? result.model ?? 'unknown', Date.now());
         // TGI's `POST /` answers with a list (the HF Inference API shape).
         return Response.json(tgiRoot ? [answer] : answer);
       } catch (error) {
-        return upstreamFailure(dialect, labels, error);
+        const response = upstreamFailure(dialect, scope, labels, error);
+        done(scope, { ...base, status: response.status, outcome: 'error', error, endState: 'error' });
+        return response;
       } finally {
         request.signal.removeEventListener('abort', onClientGone);
       }
     }
 
-    const streamId = randomStreamId();
     const flavor = options.flavors?.[dialect.id];
-    const encoder = dialect.createEncoder({
-      flavor,
-      includeUsage: chat.includeUsage === true,
-      model: chat.model,
-    });
     let firstContentAt: number | undefined;
     let upstreamStopped = false;
-    const relay = new StreamRelay({
-      streamId,
-      dialect,
-      encoder,
-      store,
-      flush: options.flush,
-      retryMs,
-      now,
-      onCancel: () => clientGone(),
-    });
-    const entry: ActiveStream = { relay, upstreamAbort };
+    const relay: Relay =
+      scope.format === 'text'
+        ? new PlainTextRelay({ now, onCancel: () => clientGone() })
+        : new StreamRelay({
+            streamId: streamId!,
+            dialect,
+            encoder: dialect.createEncoder({
+              flavor,
+              includeUsage: chat.includeUsage === true,
+              model: chat.model,
+            }),
+            store,
+            retryMs,
+            now,
+            onCancel: () => clientGone(),
+          });
+    // The gateway coalesces itself (not the relay), so the echoed prompt is never merged into the answer.
+    const coalescer = isCoalescing(flush)
+      ? new TextCoalescer(flush, (event) => relay.event(event))
+      : undefined;
+    const entry: ActiveStream = { relay, coalescer, upstreamAbort };
     let detachTimer: ReturnType<typeof setTimeout> | undefined;
     const clientGone = () => {
       relay.clientLeft();
+      trace?.clientLeft();
       if (options.keepStreamOnDisconnect === true) {
         detachTimer ??= setTimeout(() => upstreamAbort.abort(), options.detachedTimeoutMs ?? 60000);
         return;
@@ -282,20 +479,30 @@ export function createGateway(options: GatewayOptions): Gateway {
       upstreamAbort.abort();
     };
     request.signal.addEventListener('abort', clientGone, { once: true });
-    const headers: Record<string, string> = {
-      ...dialect.responseHeaders(flavor),
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      'x-tokenwire-stream-id': streamId,
-    };
+    const headers: Record<string, string> =
+      scope.format === 'text'
+        ? { ...PLAIN_TEXT_HEADERS, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
+        : {
+            ...dialect.responseHeaders(flavor),
+            'cache-control': 'no-cache',
+            'x-accel-buffering': 'no',
+            'x-tokenwire-stream-id': streamId!,
+          };
     if (relay.sse) {
-      await store.open(streamId, {
+      await store.open(streamId!, {
         dialect: dialect.id,
         flavor,
         headers,
         model: chat.model,
         createdAt: Date.now(),
       });
+    }
+    // `stream_options.include_prompt`: the prompt as the stream's first content, in the route's own
+    // text shape (vLLM's `echo`: the last message's content, right after the role chunk). Written past
+    // the event accounting, so it counts in no TTFT, token count or log line.
+    if (includePrompt) {
+      const prompt = chat.prompt ?? chat.messages?.at(-1)?.content ?? '';
+      if (prompt !== '') relay.event({ type: 'text', text: prompt });
     }
 
     let headersSeen: () => void = () => {};
@@ -316,8 +523,10 @@ export function createGateway(options: GatewayOptions): Gateway {
             (event.type === 'text' || event.type === 'reasoning' || event.type === 'tool-call-delta')
           ) {
             firstContentAt = now();
+            trace?.firstToken(firstContentAt - startedAt);
           }
-          relay.event(event);
+          if (coalescer !== undefined) coalescer.push(event);
+          else relay.event(event);
         },
         afterChunk: () => relay.flushEncoder(),
         backpressure: () => relay.backpressure(),
@@ -339,61 +548,80 @@ export function createGateway(options: GatewayOptions): Gateway {
     ]);
     if (early !== undefined) {
       finish(entry, labels);
-      store.close(streamId, 'failed').catch(() => {});
+      if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
       request.signal.removeEventListener('abort', clientGone);
-      return upstreamFailure(dialect, labels, early);
+      const response = upstreamFailure(dialect, scope, labels, early);
+      done(scope, { ...base, status: response.status, outcome: 'error', error: early, endState: 'error' });
+      return response;
     }
 
+    const streamLog = relay.sse ? streamId : undefined;
     run
       .then(
         (result) => {
+          trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - startedAt);
+          coalescer?.flush();
           relay.flushEncoder();
           let outcome: StreamOutcome;
+          let endState: EndState;
           let closing: 'complete' | 'failed' | 'cancelled';
           if (result.complete) {
-            relay.end();
+            relay.end(result);
             outcome = 'completed';
+            endState = result.truncated ? 'truncated' : 'completed';
             closing = 'complete';
             if (result.truncated) metrics.truncated.inc(labels);
           } else if (result.incomplete === 'aborted' && upstreamStopped) {
             relay.abort();
             outcome = 'cancelled';
+            endState = 'cancelled';
             closing = 'cancelled';
           } else {
-            relay.fail({
-              message: `upstream ${upstream.name}: ${result.error?.message ?? result.incomplete ?? 'the stream failed'}`,
-              status: result.error?.status ?? 502,
-              errorType: result.error?.errorType,
-            });
+            relay.fail(
+              {
+                message: `upstream ${upstream.name}: ${redactUrls(result.error?.message ?? result.incomplete ?? 'the stream failed')}`,
+                status: result.error?.status ?? 502,
+                errorType: result.error?.errorType,
+              },
+              result,
+            );
             outcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
+            endState = outcome;
             closing = 'failed';
           }
-          store.close(streamId, closing).catch(() => {});
+          if (relay.sse) store.close(streamId!, closing).catch(() => {});
           metrics.streams.inc({ ...labels, outcome });
           countTokens(labels, result);
-          if (firstContentAt !== undefined) metrics.ttft.observe(labels, (firstContentAt - startedAt) / 1000);
+          const ttftMs = firstContentAt === undefined ? undefined : firstContentAt - startedAt;
+          if (ttftMs !== undefined) metrics.ttft.observe(labels, ttftMs / 1000);
           for (const gap of result.metrics.interChunkMs) metrics.interChunk.observe(labels, gap / 1000);
           metrics.duration.observe(labels, (now() - startedAt) / 1000);
-          log(
-            requestLog(
-              dialect,
-              upstream,
-              200,
-              outcome,
-              chat,
-              result,
-              now() - startedAt,
-              firstContentAt === undefined ? undefined : firstContentAt - startedAt,
-            ),
-          );
+          done(scope, {
+            ...base,
+            status: 200,
+            outcome,
+            result,
+            endState,
+            ttftMs,
+            firstContentAt,
+            streamId: streamLog,
+          });
         },
         (error: unknown) => {
-          relay.fail({ message: `upstream ${upstream.name}: ${errorMessage(error)}`, status: 502 });
-          store.close(streamId, 'failed').catch(() => {});
+          coalescer?.flush();
+          relay.fail({
+            message: `upstream ${upstream.name}: ${redactUrls(errorMessage(error))}`,
+            status: 502,
+          });
+          if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
           metrics.streams.inc({ ...labels, outcome: 'error' });
-          log({
-            ...requestLog(dialect, upstream, 200, 'error', chat, undefined, now() - startedAt, undefined),
-            error: errorMessage(error),
+          done(scope, {
+            ...base,
+            status: 200,
+            outcome: 'error',
+            error,
+            endState: 'error',
+            streamId: streamLog,
           });
         },
       )
@@ -421,12 +649,22 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   }
 
-  function upstreamFailure(dialect: Dialect, labels: Record<string, string>, error: unknown): Response {
+  function upstreamFailure(
+    dialect: Dialect,
+    scope: Scope,
+    labels: Record<string, string>,
+    error: unknown,
+  ): Response {
     metrics.streams.inc({ ...labels, outcome: 'error' });
     if (error instanceof HttpError) {
       // 4xx are the client's to fix and pass through; anything else is a bad gateway.
       const status = error.status >= 400 && error.status < 500 ? error.status : 502;
-      const response = errorResponse(dialect, status, `upstream ${labels.upstream}: ${error.message}`);
+      const response = errorResponse(
+        dialect,
+        scope,
+        status,
+        `upstream ${labels.upstream}: ${redactUrls(error.message)}`,
+      );
       if (error.retryAfterSeconds !== undefined)
         response.headers.set('retry-after', String(error.retryAfterSeconds));
       return response;
@@ -435,24 +673,32 @@ export function createGateway(options: GatewayOptions): Gateway {
       const status = error.code === 'connect-timeout' || error.code === 'total-timeout' ? 504 : 502;
       return errorResponse(
         dialect,
+        scope,
         status,
-        `upstream ${labels.upstream}: ${error.message}`,
+        `upstream ${labels.upstream}: ${redactUrls(error.message)}`,
         'upstream_error',
       );
     }
     return errorResponse(
       dialect,
+      scope,
       502,
-      `upstream ${labels.upstream}: ${errorMessage(error)}`,
+      `upstream ${labels.upstream}: ${redactUrls(errorMessage(error))}`,
       'upstream_error',
     );
   }
 
-  async function resume(dialect: Dialect, lastEventId: string, request: Request): Promise<Response> {
+  async function resume(
+    dialect: Dialect,
+    lastEventId: string,
+    request: Request,
+    scope: Scope,
+  ): Promise<Response> {
+    if (scope.format === 'text') return reject(dialect, scope, 400, 'a plain-text stream cannot be resumed');
     const parsed = parseEventId(lastEventId);
     if (parsed === undefined) {
       metrics.resumes.inc({ result: 'invalid' });
-      return reject(dialect, 400, 'Last-Event-ID is not an event id this gateway wrote');
+      return reject(dialect, scope, 400, 'Last-Event-ID is not an event id this gateway wrote');
     }
     let subscription: Awaited<ReturnType<ResumeStore['subscribe']>>;
     try {
@@ -460,13 +706,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     } catch (error) {
       if (error instanceof ResumeGapError) {
         metrics.resumes.inc({ result: 'gone' });
-        return reject(dialect, 410, `cannot resume: ${error.message}`);
+        return reject(dialect, scope, 410, `cannot resume: ${error.message}`);
       }
       throw error;
     }
     if (subscription === undefined) {
       metrics.resumes.inc({ result: 'unknown' });
-      return reject(dialect, 404, 'cannot resume: the stream is unknown or expired');
+      return reject(dialect, scope, 404, 'cannot resume: the stream is unknown or expired');
     }
     metrics.resumes.inc({ result: 'ok' });
     const meta = subscription.meta;
@@ -506,6 +752,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         } catch (error) {
           controller.error(error);
         }
+        done(scope, { route: dialect.id, status: 200, outcome: 'resumed', streamId: parsed.streamId });
       },
     });
     return new Response(body, { status: 200, headers: meta.headers });
@@ -521,9 +768,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     const url = new URL(request.url);
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const dialect = routes.get(path);
-    if (dialect !== undefined) return handleStream(dialect, request);
+    if (dialect !== undefined) return handleRoute(dialect, request, url, path, false);
     // TGI serves generation on `POST /` too (what @huggingface/inference calls with an endpoint URL).
-    if (path === '/' && request.method === 'POST') return handleStream(getDialect('tgi'), request, true);
+    if (path === '/' && request.method === 'POST')
+      return handleRoute(getDialect('tgi'), request, url, path, true);
     if (request.method === 'GET' || request.method === 'HEAD') {
       switch (path) {
         case '/healthz':
@@ -578,6 +826,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       closing = true;
       if (ticker !== undefined) clearInterval(ticker);
       for (const stream of active) {
+        stream.coalescer?.flush();
         stream.relay.fail({
           message: 'the gateway is shutting down',
           status: 503,
@@ -589,30 +838,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       while (active.size > 0 && Date.now() < deadline) await delay(10);
       await store.shutdown();
     },
-  };
-}
-
-function requestLog(
-  dialect: Dialect,
-  upstream: Upstream,
-  status: number,
-  outcome: RequestLog['outcome'],
-  chat: ChatRequest,
-  result: Result | undefined,
-  durationMs: number,
-  ttftMs: number | undefined,
-): RequestLog {
-  return {
-    route: dialect.id,
-    upstream: upstream.name,
-    status,
-    outcome,
-    model: chat.model,
-    ttftMs,
-    durationMs,
-    inputTokens: result?.usage?.inputTokens,
-    outputTokens: result?.usage?.outputTokens ?? result?.metrics.outputTokens,
-    error: result?.error?.message,
   };
 }
 

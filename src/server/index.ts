@@ -1,8 +1,17 @@
 export type { FlushPolicy } from './coalescer.ts';
-export type { Gateway, GatewayOptions, RequestLog } from './create-gateway.ts';
+export type {
+  EndState,
+  Gateway,
+  GatewayOptions,
+  GatewayTelemetryOptions,
+  LogLevel,
+  RequestLog,
+} from './create-gateway.ts';
 export { createGateway } from './create-gateway.ts';
 export type { StreamOutcome } from './gateway-metrics.ts';
 export { GatewayMetrics } from './gateway-metrics.ts';
+export type { GuardedGateway, GuardedHandler, GuardOptions } from './guard-gateway.ts';
+export { createGuardedGateway, guardGateway } from './guard-gateway.ts';
 export type { MemoryResumeStoreOptions } from './memory-resume-store.ts';
 export { MemoryResumeStore } from './memory-resume-store.ts';
 export type {
@@ -14,5 +23,6 @@ export type {
   StreamMeta,
 } from './resume-store.ts';
 export { formatEventId, parseEventId, ResumeGapError } from './resume-store.ts';
+export { REDACTED, SecretRedactor, upstreamSecrets } from './secret-redactor.ts';
 export type { FetchLike, Upstream } from './upstream.ts';
 export { pickUpstreamDialect } from './upstream.ts';

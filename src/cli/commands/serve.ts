@@ -2,7 +2,12 @@ import { parseArgs } from 'node:util';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { DIALECT_IDS } from '../../dialects/dialect.ts';
 import { serve } from '../../node/serve.ts';
-import { createGateway, type GatewayOptions } from '../../server/create-gateway.ts';
+import { serveStatic } from '../../node/serve-static.ts';
+import { startTelemetry } from '../../node/start-telemetry.ts';
+import type { GatewayOptions } from '../../server/create-gateway.ts';
+import { createGuardedGateway } from '../../server/guard-gateway.ts';
+import { LOG_LEVELS, type LogLevel } from '../../server/request-log.ts';
+import type { ResumeStore } from '../../server/resume-store.ts';
 import type { Upstream } from '../../server/upstream.ts';
 import { createSim } from '../../sim/create-sim.ts';
 import { FAULTS, parseFaults } from '../../sim/faults.ts';
@@ -20,6 +25,14 @@ Options:
   --upstream URL              Front a real server (vLLM, llama-server, TGI, Ollama) instead of the simulator
   --upstream-dialect LIST     Dialects the upstream speaks, comma-separated (default: found by probing)
   --upstream-header 'K: V'    Header sent upstream, e.g. credentials (repeatable; never echoed or logged)
+  --api-key KEY               Require this API key (repeatable; or TOKENWIRE_API_KEYS=k1,k2), sent as
+                              "Authorization: Bearer KEY" or "X-API-Key: KEY" (default: no key asked)
+  --max-streams N             Serve at most N generation requests at once; more get 429 + Retry-After
+  --max-body-bytes N          Largest request body; larger gets 413 (default 4194304)
+  --cors-origin ORIGIN        Let pages on ORIGIN call the API (repeatable; default: CORS off, and
+                              cross-origin API requests are refused)
+  --resume-store URL          Where streams are kept for Last-Event-ID resume: redis://HOST:PORT shares
+                              them between replicas (default: in memory, this process only)
   --keepalive-ms N            SSE keepalive comment after N ms of silence (default 15000; 0 = off)
   --keep-stream-on-disconnect Keep generating when a client leaves, so it can resume (costs upstream time)
   --flush-interval-ms N       Coalesce text: write at most every N ms (default: every event)
@@ -29,9 +42,15 @@ Options:
   --sim-tps N                 Simulated tokens per second (default 50)
   --sim-ttft-ms N             Simulated time to first token in ms
   --sim-seed N                Simulated text seed (default 1)
-  --log                       One JSON line per request on stderr
+  --log                       One JSON line per request on stderr (same as --log-level info)
+  --log-level LEVEL           Log requests at error, warn, info or debug and above (JSON lines on stderr)
+  --log-content               Put prompts and answers in the log lines (off: they may be personal data)
   --json                      Print the start-up information as JSON
   -h, --help                  Show this help
+
+OpenTelemetry (off by default): set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:4318) to send
+spans and GenAI metrics over OTLP/HTTP, or OTEL_TRACES_EXPORTER=console to print spans; the standard
+OTEL_* variables apply (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS, OTEL_METRIC_EXPORT_INTERVAL…).
 
 Simulator faults (per server with --sim-faults, per request with the header x-tokenwire-fault or a
 model-name suffix such as "sim@cut-after=5,stall=2000"):
@@ -48,6 +67,11 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'upstream-dialect': { type: 'string' },
       'upstream-header': { type: 'string', multiple: true },
       'keepalive-ms': { type: 'string' },
+      'api-key': { type: 'string', multiple: true },
+      'max-streams': { type: 'string' },
+      'max-body-bytes': { type: 'string' },
+      'cors-origin': { type: 'string', multiple: true },
+      'resume-store': { type: 'string' },
       'keep-stream-on-disconnect': { type: 'boolean', default: false },
       'flush-interval-ms': { type: 'string' },
       'flush-bytes': { type: 'string' },
@@ -57,6 +81,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'sim-ttft-ms': { type: 'string' },
       'sim-seed': { type: 'string' },
       log: { type: 'boolean', default: false },
+      'log-level': { type: 'string' },
+      'log-content': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -127,20 +153,42 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   if (values['flush-bytes'] !== undefined) flush.bytes = integer(values['flush-bytes'], '--flush-bytes');
   if (values['flush-delimiter'] !== undefined)
     flush.delimiter = values['flush-delimiter'].replace(/\\n/g, '\n');
-  const gateway = createGateway({
+  const logLevelValue = values['log-level'];
+  if (logLevelValue !== undefined && !LOG_LEVELS.includes(logLevelValue as LogLevel))
+    throw new UsageError(
+      `--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevelValue)}`,
+    );
+  const logLevel = logLevelValue as LogLevel | undefined;
+  const security = securityOptions(values, io.env);
+  const resumeStore = await openResumeStore(values['resume-store'], io);
+  const telemetry = await startTelemetry(io.env, { log: (line) => io.stderr.write(`${line}\n`) });
+  for (const warning of telemetry?.warnings ?? []) io.stderr.write(`warning: ${warning}\n`);
+  const { gateway, fetch: handler } = createGuardedGateway({
+    ...security,
+    resumeStore,
     upstreams: [upstream],
     keepaliveMs:
       values['keepalive-ms'] === undefined ? undefined : integer(values['keepalive-ms'], '--keepalive-ms'),
     keepStreamOnDisconnect: values['keep-stream-on-disconnect'],
     flush,
-    onLog: values.log
-      ? (record) => io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`)
-      : undefined,
+    // The playground page at GET / (the gateway routes POST / to TGI before any fallback).
+    fallback: serveStatic(),
+    onLog:
+      values.log || logLevel !== undefined
+        ? (record) => io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`)
+        : undefined,
+    logLevel,
+    logContent: values['log-content'],
+    telemetry:
+      telemetry === undefined
+        ? undefined
+        : { tracer: telemetry.tracer, meter: telemetry.meter, propagator: telemetry.propagator },
   });
   let served: Awaited<ReturnType<typeof serve>>;
   try {
-    served = await serve(gateway.fetch, { host: values.host, port });
+    served = await serve(handler, { host: values.host, port });
   } catch (error) {
+    await gateway.close();
     const code = (error as { code?: string }).code;
     if (code === 'EADDRINUSE')
       throw new UsageError(`port ${port} on ${values.host} is in use; pick another with --port`);
@@ -149,7 +197,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const loopback = values.host === '127.0.0.1' || values.host === 'localhost' || values.host === '::1';
   if (values.json) {
     io.stdout.write(
-      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, loopbackOnly: loopback })}\n`,
+      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, loopbackOnly: loopback, ...securitySummary(security, values['resume-store']) })}\n`,
     );
   } else {
     io.stdout.write(`${style.bold('tokenwire gateway')} listening on ${style.cyan(served.url)}\n`);
@@ -161,6 +209,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
         : style.yellow(`  bound to ${values.host}: reachable from other machines\n`),
     );
     io.stdout.write(`  upstream: ${upstreamText}\n`);
+    io.stdout.write(`  ${securityLine(security, values['resume-store'])}\n`);
     io.stdout.write(
       `  try:  curl -N ${served.url}/v1/chat/completions -H 'content-type: application/json' \\\n`,
     );
@@ -168,6 +217,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       `          -d '{"model":"sim","stream":true,"messages":[{"role":"user","content":"hello"}]}'\n`,
     );
     io.stdout.write(`  metrics: ${served.url}/metrics   Ctrl-C stops\n`);
+    for (const line of telemetry?.description ?? []) io.stdout.write(`  opentelemetry ${line}\n`);
   }
   await new Promise<void>((resolve) => {
     if (io.signal.aborted) resolve();
@@ -176,6 +226,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   io.stderr.write('shutting down: ending open streams with an error event\n');
   await gateway.close();
   await served.close();
+  await telemetry?.shutdown();
   return 0;
 }
 
@@ -191,4 +242,109 @@ function positive(value: string, flag: string): number {
   if (!Number.isFinite(n) || n <= 0)
     throw new UsageError(`${flag} needs a positive number, got ${JSON.stringify(value)}`);
   return n;
+}
+
+interface SecurityFlags {
+  'api-key'?: string[] | undefined;
+  'max-streams'?: string | undefined;
+  'max-body-bytes'?: string | undefined;
+  'cors-origin'?: string[] | undefined;
+}
+
+interface Security {
+  apiKeys: string[];
+  maxStreams: number | undefined;
+  maxBodyBytes: number | undefined;
+  corsOrigins: string[];
+}
+
+/** --api-key (repeatable) and TOKENWIRE_API_KEYS (comma-separated) add up; --cors-origin must be an origin. */
+function securityOptions(values: SecurityFlags, env: Record<string, string | undefined>): Security {
+  const apiKeys = [...(values['api-key'] ?? []), ...(env.TOKENWIRE_API_KEYS ?? '').split(',')]
+    .map((key) => key.trim())
+    .filter((key) => key !== '');
+  const corsOrigins = (values['cors-origin'] ?? []).map((origin) => {
+    let url: URL;
+    try {
+      url = new URL(origin);
+    } catch {
+      throw new UsageError(
+        `--cors-origin needs an origin such as https://example.com, got ${JSON.stringify(origin)}`,
+      );
+    }
+    if (url.origin !== origin.replace(/\/+$/, '') || url.origin === 'null')
+      throw new UsageError(
+        `--cors-origin needs an origin (scheme://host[:port], no path), got ${JSON.stringify(origin)}`,
+      );
+    return url.origin;
+  });
+  const maxStreams =
+    values['max-streams'] === undefined ? undefined : integer(values['max-streams'], '--max-streams');
+  if (maxStreams === 0) throw new UsageError('--max-streams must be at least 1');
+  return {
+    apiKeys,
+    maxStreams,
+    maxBodyBytes:
+      values['max-body-bytes'] === undefined
+        ? undefined
+        : integer(values['max-body-bytes'], '--max-body-bytes'),
+    corsOrigins,
+  };
+}
+
+function securitySummary(security: Security, resumeStore: string | undefined): Record<string, unknown> {
+  return {
+    apiKeyRequired: security.apiKeys.length > 0,
+    maxStreams: security.maxStreams ?? null,
+    corsOrigins: security.corsOrigins,
+    resumeStore: resumeStore === undefined ? 'memory' : redactUrl(resumeStore),
+  };
+}
+
+function securityLine(security: Security, resumeStore: string | undefined): string {
+  const keys = security.apiKeys.length;
+  return [
+    keys > 0 ? `API key required (${keys} accepted)` : 'no API key required',
+    security.maxStreams === undefined ? 'no stream limit' : `at most ${security.maxStreams} streams`,
+    security.corsOrigins.length > 0 ? `CORS for ${security.corsOrigins.join(', ')}` : 'CORS off',
+    `resume store: ${resumeStore === undefined ? 'memory' : redactUrl(resumeStore)}`,
+  ].join('; ');
+}
+
+/** The Redis store is loaded only when asked for (it brings ioredis and its connection). */
+async function openResumeStore(url: string | undefined, io: CliIo): Promise<ResumeStore | undefined> {
+  if (url === undefined || url === 'memory') return undefined;
+  if (!/^rediss?:\/\//.test(url))
+    throw new UsageError(
+      `--resume-store takes redis://HOST:PORT (or "memory"), got ${JSON.stringify(redactUrl(url))}`,
+    );
+  const { RedisResumeStore } = await import('../../node/redis-resume-store.ts');
+  let reported = false;
+  const store = new RedisResumeStore({
+    url,
+    onError: (error) => {
+      // Once: a Redis outage would otherwise print a line per frame.
+      if (reported) return;
+      reported = true;
+      io.stderr.write(`warning: the resume store (${redactUrl(url)}) failed: ${(error as Error).message}\n`);
+    },
+  });
+  try {
+    await store.ready();
+  } catch (error) {
+    await store.shutdown().catch(() => {});
+    throw new UsageError(`cannot reach the resume store ${redactUrl(url)}: ${(error as Error).message}`);
+  }
+  return store;
+}
+
+/** A URL without its password, for printing. */
+function redactUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    if (url.password !== '') url.password = '***';
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    return text;
+  }
 }
