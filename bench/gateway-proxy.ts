@@ -10,9 +10,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import v8 from 'node:v8';
+import { createNodeHttpFetch } from '../src/node/node-http-fetch.ts';
 import { serve } from '../src/node/serve.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
-import { nodeHttpFetch } from './node-http-fetch.ts';
 
 const [mode, upstreamUrl] = process.argv.slice(2);
 if ((mode !== 'bare' && mode !== 'gateway') || upstreamUrl === undefined) {
@@ -55,8 +55,9 @@ function startBare(target: URL): Promise<string> {
 }
 
 async function startGateway(target: string): Promise<string> {
-  // BENCH_UPSTREAM_FETCH=node: the experiment of bench/node-http-fetch.ts (undici's share of the cost).
-  const fetch = process.env.BENCH_UPSTREAM_FETCH === 'node' ? nodeHttpFetch() : undefined;
+  // As `tokenwire serve --upstream` does: node:http to the upstream. BENCH_UPSTREAM_FETCH=undici measures
+  // the global fetch instead (undici's share of the cost).
+  const fetch = process.env.BENCH_UPSTREAM_FETCH === 'undici' ? undefined : createNodeHttpFetch();
   const gateway = createGateway({
     upstreams: [{ name: 'sim', url: target, dialects: ['openai-chat'], models: ['sim'], fetch }],
   });

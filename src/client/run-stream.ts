@@ -13,6 +13,7 @@ import { HttpError, MAX_ERROR_BODY_BYTES, RequestFailedError } from './client-er
 import { CumulativeTextFilter } from './cumulative-text.ts';
 import { describeFraming, framingOfContentType, sniffFraming } from './framing.ts';
 import { MetricsRecorder } from './metrics-recorder.ts';
+import { FETCH_TAKES_INIT, type PushSource, pushSourceOf } from './push-source.ts';
 import { Deadlines, type TimeoutKind, type TimeoutOptions } from './timeouts.ts';
 
 export interface StreamOptions {
@@ -59,6 +60,9 @@ export interface RunHooks {
 
 const SNIFF_BYTES = 16;
 
+/** The signal of a request nobody can abort. */
+const NEVER_ABORTED = new AbortController().signal;
+
 /**
  * Sends one streaming request and reads it to the end: the core of `stream()` and `complete()`.
  *
@@ -75,11 +79,22 @@ export async function runStream(
   const prepared = prepareRequest(input, options.lastEventId);
   const now = options.now ?? (() => performance.now());
   const metrics = new MetricsRecorder(now);
-  const internal = new AbortController();
-  const signals = [internal.signal];
+  // AbortControllers and Requests are costly in Node 20 (each signal is made transferable): only the
+  // ones this request needs are created.
+  const timeouts = options.timeouts;
+  const timed =
+    timeouts !== undefined &&
+    (timeouts.connectMs !== undefined ||
+      timeouts.firstByteMs !== undefined ||
+      timeouts.idleMs !== undefined ||
+      timeouts.totalMs !== undefined);
+  const internal = timed ? new AbortController() : undefined;
+  const signals: AbortSignal[] = [];
+  if (internal !== undefined) signals.push(internal.signal);
   if (options.signal !== undefined) signals.push(options.signal);
   if (hooks.consumerSignal !== undefined) signals.push(hooks.consumerSignal);
-  const signal = signals.length === 1 ? internal.signal : AbortSignal.any(signals);
+  const signal =
+    signals.length === 0 ? NEVER_ABORTED : signals.length === 1 ? signals[0]! : AbortSignal.any(signals);
   if (signal.aborted)
     throw new RequestFailedError(
       'aborted',
@@ -89,10 +104,10 @@ export async function runStream(
 
   let expired: TimeoutKind | undefined;
   const deadlines = new Deadlines(
-    options.timeouts ?? {},
+    timeouts ?? {},
     (kind) => {
       expired = kind;
-      internal.abort(new TokenwireError(`${kind}-timeout`, `${kind} timeout`));
+      internal?.abort(new TokenwireError(`${kind}-timeout`, `${kind} timeout`));
     },
     now,
   );
@@ -101,11 +116,15 @@ export async function runStream(
   let response: Response;
   const init: RequestInit = { method: prepared.method, headers: prepared.headers, signal };
   if (prepared.body !== undefined) init.body = prepared.body;
-  // Held until the stream ends: undici follows an abort from the Request we pass to the one it sends
-  // only while ours is alive, so a collected Request would silently lose the cancel.
-  const outgoing = new Request(prepared.url, init);
+  // A fetch that takes (url, init) itself (node/node-http-fetch.ts) gets them as they are; any other gets
+  // one Request, held until the stream ends: undici follows an abort from the Request we pass to the one
+  // it sends only while ours is alive, so a collected Request would silently lose the cancel.
+  const takesInit = (fetchFn as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] === true;
+  const outgoing = takesInit ? undefined : new Request(prepared.url, init);
   try {
-    response = await fetchFn(outgoing);
+    response = await (outgoing === undefined
+      ? (fetchFn as unknown as (url: string, init: RequestInit) => Promise<Response>)(prepared.url, init)
+      : fetchFn(outgoing));
   } catch (cause) {
     deadlines.stop();
     throw requestFailure(prepared, expired, options.signal, hooks.consumerSignal, cause);
@@ -156,6 +175,10 @@ class StreamReader {
   #readError: unknown;
   #eof = false;
   #cutInFrame = false;
+  /** First bytes held until they show the framing. */
+  #head: Uint8Array | undefined;
+  #announced: Framing | undefined;
+  #contentType: string | null = null;
   readonly #cumulative: CumulativeTextFilter | undefined;
   readonly #prepared: PreparedRequest;
   readonly #response: Response;
@@ -164,7 +187,7 @@ class StreamReader {
   readonly #metrics: MetricsRecorder;
   readonly #deadlines: Deadlines;
   readonly #now: () => number;
-  readonly #emit: (event: StreamEvent) => void;
+  #emit: (event: StreamEvent) => void;
 
   constructor(
     prepared: PreparedRequest,
@@ -195,6 +218,12 @@ class StreamReader {
       cumulative === undefined
         ? deliver
         : (event) => {
+            if (cumulative.settled) {
+              // Plain deltas from here on: later frames go straight to `deliver`.
+              this.#emit = deliver;
+              deliver(event);
+              return;
+            }
             if (event.type === 'text') {
               const text = cumulative.next(event.text);
               if (text !== '') deliver(text === event.text ? event : { type: 'text', text });
@@ -229,50 +258,12 @@ class StreamReader {
       );
       return;
     }
-    const reader = body.getReader();
-    const onAbort = () => {
-      reader.cancel(signal.reason).catch(() => {});
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    let head: Uint8Array | undefined;
-    try {
-      for (;;) {
-        const next = await reader.read();
-        if (next.done) {
-          this.#eof = true;
-          if (head !== undefined) this.#start(head, announced, contentType);
-          break;
-        }
-        const value = next.value;
-        if (value.length === 0) continue;
-        this.#metrics.chunk(value.length);
-        this.#deadlines.firstByte();
-        this.#options.onChunk?.(value, this.#now() - this.#metrics.startedAt);
-        let chunk: Uint8Array = value;
-        if (this.#wire === undefined) {
-          // Hold the first bytes until they show the framing (a 1-byte read cannot).
-          const joined: Uint8Array = head === undefined ? value : concat(head, value);
-          if (sniffFraming(joined) === undefined && joined.length < SNIFF_BYTES) {
-            head = joined;
-            continue;
-          }
-          head = undefined;
-          if (!this.#start(joined, announced, contentType)) break;
-          chunk = joined;
-        }
-        if (!this.#feed(chunk)) break;
-        this.#hooks.afterChunk?.();
-        if (this.#decoder?.terminated === true) break;
-        const pause = this.#hooks.backpressure?.();
-        if (pause !== undefined) await pause;
-      }
-    } catch (error) {
-      this.#readError = error;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      if (!this.#eof) reader.cancel().catch(() => {});
-      else reader.releaseLock();
-    }
+    this.#announced = announced;
+    this.#contentType = contentType;
+    const push = pushSourceOf(body);
+    if (push !== undefined) await this.#readPushed(push, signal);
+    else await this.#readPulled(body, signal);
+    if (this.#head !== undefined && this.#eof && this.#wire === undefined) this.#start(this.#head);
     if (this.#wire !== undefined && this.#failure === undefined) {
       try {
         this.#cutInFrame = this.#wire.end();
@@ -285,8 +276,103 @@ class StreamReader {
     }
   }
 
+  /** Reads a Web Streams body: one awaited read per chunk. */
+  async #readPulled(body: ReadableStream<Uint8Array>, signal: AbortSignal): Promise<void> {
+    const reader = body.getReader();
+    const onAbort = () => {
+      reader.cancel(signal.reason).catch(() => {});
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) {
+          this.#eof = true;
+          break;
+        }
+        if (!this.#chunk(next.value)) break;
+        const pause = this.#hooks.backpressure?.();
+        if (pause !== undefined) await pause;
+      }
+    } catch (error) {
+      this.#readError = error;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      if (!this.#eof) reader.cancel().catch(() => {});
+      else reader.releaseLock();
+    }
+  }
+
+  /** Reads a pushed body (see push-source.ts): chunks handled as they come, no promise per chunk. */
+  #readPushed(source: PushSource, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let settled = false;
+      const finish = () => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        subscription.cancel(signal.reason);
+        finish();
+      };
+      const subscription = source.subscribe({
+        chunk: (bytes) => {
+          if (settled) return;
+          if (!this.#chunk(bytes)) {
+            subscription.cancel();
+            finish();
+            return;
+          }
+          const pause = this.#hooks.backpressure?.();
+          if (pause !== undefined) {
+            subscription.pause();
+            pause.then(() => subscription.resume());
+          }
+        },
+        end: () => {
+          this.#eof = true;
+          finish();
+        },
+        error: (error) => {
+          this.#readError = error;
+          finish();
+        },
+      });
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** One read from the network: framing check on the first bytes, decode, hooks. False: stop reading. */
+  #chunk(value: Uint8Array): boolean {
+    if (value.length === 0) return true;
+    this.#metrics.chunk(value.length);
+    this.#deadlines.firstByte();
+    this.#options.onChunk?.(value, this.#now() - this.#metrics.startedAt);
+    let chunk: Uint8Array = value;
+    if (this.#wire === undefined) {
+      // Hold the first bytes until they show the framing (a 1-byte read cannot).
+      const head = this.#head;
+      const joined: Uint8Array = head === undefined ? value : concat(head, value);
+      if (sniffFraming(joined) === undefined && joined.length < SNIFF_BYTES) {
+        this.#head = joined;
+        return true;
+      }
+      this.#head = undefined;
+      if (!this.#start(joined)) return false;
+      chunk = joined;
+    }
+    if (!this.#feed(chunk)) return false;
+    this.#hooks.afterChunk?.();
+    return this.#decoder?.terminated !== true;
+  }
+
   /** Picks the framing from the first bytes and checks it against what the dialect expects. */
-  #start(head: Uint8Array, announced: Framing | undefined, contentType: string | null): boolean {
+  #start(head: Uint8Array): boolean {
+    const announced = this.#announced;
+    const contentType = this.#contentType;
     const sniffed = sniffFraming(head);
     const expected = this.dialect?.framing ?? announced;
     if (sniffed === 'unknown' || sniffed === undefined) {

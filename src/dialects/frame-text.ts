@@ -14,5 +14,11 @@ export function frameText(
   if (encoder.framing === 'ndjson') return `${data}\n`;
   if (kind === 'legacy-error-field') return `error: ${data}\n\n`;
   if (id === undefined) return encoder.sseSpace ? `data: ${data}\n\n` : `data:${data}\n\n`;
+  // Payloads are JSON (no raw line breaks) and ids are the gateway's own: the common case needs no checks.
+  if (data.indexOf('\n') === -1 && data.indexOf('\r') === -1 && SAFE_ID.test(id)) {
+    return encoder.sseSpace ? `id: ${id}\ndata: ${data}\n\n` : `id: ${id}\ndata:${data}\n\n`;
+  }
   return encodeSseEvent({ data, id }, { space: encoder.sseSpace });
 }
+
+const SAFE_ID = /^[A-Za-z0-9._-]+$/;

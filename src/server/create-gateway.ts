@@ -468,7 +468,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       : undefined;
     const entry: ActiveStream = { relay, coalescer, upstreamAbort };
     let detachTimer: ReturnType<typeof setTimeout> | undefined;
+    let left = false;
     const clientGone = () => {
+      if (left) return;
+      left = true;
       relay.clientLeft();
       trace?.clientLeft();
       if (options.keepStreamOnDisconnect === true) {
@@ -478,7 +481,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       upstreamStopped = true;
       upstreamAbort.abort();
     };
-    request.signal.addEventListener('abort', clientGone, { once: true });
+    // Only the signal is kept: the Request (headers, URL, spent body) can go once the response is out.
+    const clientSignal = request.signal;
+    clientSignal.addEventListener('abort', clientGone, { once: true });
     const headers: Record<string, string> =
       scope.format === 'text'
         ? { ...PLAIN_TEXT_HEADERS, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
@@ -536,6 +541,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
     // Pass the upstream's own HTTP errors on as such when they come quickly; never wait for a token.
     let early: unknown;
+    let waitTimer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       upstreamHeaders,
       run.then(
@@ -544,12 +550,15 @@ export function createGateway(options: GatewayOptions): Gateway {
           early = error ?? new Error('upstream failed');
         },
       ),
-      delay(headersWaitMs),
+      new Promise<void>((resolve) => {
+        waitTimer = setTimeout(resolve, headersWaitMs);
+      }),
     ]);
+    clearTimeout(waitTimer);
     if (early !== undefined) {
       finish(entry, labels);
       if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
-      request.signal.removeEventListener('abort', clientGone);
+      clientSignal.removeEventListener('abort', clientGone);
       const response = upstreamFailure(dialect, scope, labels, early);
       done(scope, { ...base, status: response.status, outcome: 'error', error: early, endState: 'error' });
       return response;
@@ -594,7 +603,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           countTokens(labels, result);
           const ttftMs = firstContentAt === undefined ? undefined : firstContentAt - startedAt;
           if (ttftMs !== undefined) metrics.ttft.observe(labels, ttftMs / 1000);
-          for (const gap of result.metrics.interChunkMs) metrics.interChunk.observe(labels, gap / 1000);
+          metrics.interChunk.observeEach(labels, result.metrics.interChunkMs, 1 / 1000);
           metrics.duration.observe(labels, (now() - startedAt) / 1000);
           done(scope, {
             ...base,
@@ -627,7 +636,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       )
       .finally(() => {
         if (detachTimer !== undefined) clearTimeout(detachTimer);
-        request.signal.removeEventListener('abort', clientGone);
+        clientSignal.removeEventListener('abort', clientGone);
         finish(entry, labels);
       });
 
@@ -853,10 +862,20 @@ function delay(ms: number): Promise<void> {
   });
 }
 
+/**
+ * Stream ids must be unguessable (a Last-Event-ID replays the stream to whoever knows it): 72 random
+ * bits each, drawn from a pool refilled 4 KiB at a time rather than one getRandomValues call per stream.
+ */
+let randomPool = new Uint8Array(0);
+let randomAt = 0;
 function randomStreamId(): string {
-  const bytes = new Uint8Array(9);
-  crypto.getRandomValues(bytes);
+  if (randomAt + 9 > randomPool.length) {
+    randomPool = crypto.getRandomValues(new Uint8Array(4096));
+    randomAt = 0;
+  }
   let out = '';
-  for (const byte of bytes) out += byte.toString(16).padStart(2, '0');
+  for (let i = 0; i < 9; i++) out += HEX[randomPool[randomAt + i]!];
+  randomAt += 9;
   return out;
 }
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));

@@ -30,6 +30,9 @@ interface Entry {
 /** The default resume store: one process, bounded in streams, bytes and time. */
 export class MemoryResumeStore implements ResumeStore {
   readonly #entries = new Map<string, Entry>();
+  /** Finished streams, oldest first (entries may be stale: checked against the map). */
+  #closed: { id: string; entry: Entry }[] = [];
+  #closedHead = 0;
   readonly #maxStreams: number;
   readonly #maxBytes: number;
   readonly #ttlMs: number;
@@ -75,6 +78,7 @@ export class MemoryResumeStore implements ResumeStore {
     if (entry === undefined) return;
     entry.status = status;
     entry.closedAt = this.#now();
+    this.#closed.push({ id: streamId, entry });
     wake(entry);
   }
 
@@ -102,17 +106,29 @@ export class MemoryResumeStore implements ResumeStore {
     }
   }
 
+  /**
+   * Cheap enough to run on every open: finished streams wait in close order, so expiry looks only at
+   * the front of that queue, and the capacity bound removes from the front as well.
+   */
   #evict(): void {
     const now = this.#now();
-    for (const [id, entry] of this.#entries) {
-      if (entry.closedAt !== undefined && now - entry.closedAt > this.#ttlMs) this.#entries.delete(id);
+    const closed = this.#closed;
+    while (this.#closedHead < closed.length) {
+      const next = closed[this.#closedHead]!;
+      if (this.#entries.get(next.id) !== next.entry) {
+        this.#closedHead += 1; // already gone
+        continue;
+      }
+      const expired = now - next.entry.closedAt! > this.#ttlMs;
+      if (!expired && this.#entries.size < this.#maxStreams) break;
+      this.#entries.delete(next.id);
+      this.#closedHead += 1;
     }
-    if (this.#entries.size < this.#maxStreams) return;
-    // Oldest finished first, then oldest live (Map keeps insertion order).
-    for (const [id, entry] of this.#entries) {
-      if (this.#entries.size < this.#maxStreams) return;
-      if (entry.status !== 'live') this.#entries.delete(id);
+    if (this.#closedHead > 1024 && this.#closedHead * 2 > closed.length) {
+      this.#closed = closed.slice(this.#closedHead);
+      this.#closedHead = 0;
     }
+    // Still full with live streams only: the oldest live one goes (Map keeps insertion order).
     for (const [id, entry] of this.#entries) {
       if (this.#entries.size < this.#maxStreams) return;
       entry.status = 'lost';
@@ -123,6 +139,7 @@ export class MemoryResumeStore implements ResumeStore {
 }
 
 function wake(entry: Entry): void {
+  if (entry.waiters.size === 0) return;
   const waiters = [...entry.waiters];
   entry.waiters.clear();
   for (const waiter of waiters) waiter();

@@ -1,8 +1,7 @@
 import type { MidStreamError } from '../dialects/dialect.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
-
-const encoder = new TextEncoder();
+import { ResponseOutput } from './response-output.ts';
 
 /** The headers of a plain-text stream. `nosniff` keeps browsers from holding the first bytes to sniff them. */
 export const PLAIN_TEXT_HEADERS: Readonly<Record<string, string>> = {
@@ -18,43 +17,26 @@ export const PLAIN_TEXT_HEADERS: Readonly<Record<string, string>> = {
  * a `[tokenwire: tool call name(arguments)]` line. It has the shape of StreamRelay the gateway uses.
  */
 export class PlainTextRelay {
-  readonly body: ReadableStream<Uint8Array>;
   readonly sse = false;
   lastWriteAt: number;
-  #controller!: ReadableStreamDefaultController<Uint8Array>;
   #ended = false;
-  #clientGone = false;
-  #drained: (() => void) | undefined;
   /** The last character written, so the ending line starts on a line of its own. */
   #last = '\n';
+  readonly #output: ResponseOutput;
   readonly #now: () => number;
 
   constructor(options: { now: () => number; onCancel: () => void }) {
     this.#now = options.now;
     this.lastWriteAt = options.now();
-    this.body = new ReadableStream<Uint8Array>(
-      {
-        start: (controller) => {
-          this.#controller = controller;
-        },
-        pull: () => {
-          const drained = this.#drained;
-          this.#drained = undefined;
-          drained?.();
-        },
-        cancel: () => {
-          this.#clientGone = true;
-          this.#drained?.();
-          options.onCancel();
-        },
-      },
-      { highWaterMark: 64 },
-    );
+    this.#output = new ResponseOutput(options.onCancel);
+  }
+
+  get body(): ReadableStream<Uint8Array> {
+    return this.#output.body;
   }
 
   clientLeft(): void {
-    this.#clientGone = true;
-    this.#drained?.();
+    this.#output.leave();
   }
 
   event(event: StreamEvent): void {
@@ -67,10 +49,7 @@ export class PlainTextRelay {
   flushEncoder(): void {}
 
   backpressure(): Promise<void> | undefined {
-    if (this.#ended || this.#clientGone || (this.#controller.desiredSize ?? 1) > 0) return undefined;
-    return new Promise((resolve) => {
-      this.#drained = resolve;
-    });
+    return this.#output.backpressure();
   }
 
   /** Plain text has no comment syntax: nothing can keep a silent stream visibly alive. */
@@ -79,7 +58,8 @@ export class PlainTextRelay {
   end(result?: Result): void {
     if (this.#ended) return;
     this.#line(result === undefined ? '[tokenwire: finished]' : plainTextEnding(result));
-    this.#close();
+    this.#ended = true;
+    this.#output.end();
   }
 
   fail(error: MidStreamError, result?: Result): void {
@@ -95,13 +75,14 @@ export class PlainTextRelay {
       line = `[tokenwire: ${word}: ${reason}${error.message}, ${tokenCount(result)}]`;
     }
     this.#line(line);
-    this.#close();
+    this.#ended = true;
+    this.#output.end();
   }
 
   abort(): void {
     if (this.#ended) return;
     this.#ended = true;
-    if (!this.#clientGone) this.#controller.error(new Error('stream aborted'));
+    this.#output.destroy();
   }
 
   #line(text: string): void {
@@ -112,13 +93,7 @@ export class PlainTextRelay {
     if (text === '') return;
     this.lastWriteAt = this.#now();
     this.#last = text[text.length - 1]!;
-    if (this.#clientGone) return;
-    this.#controller.enqueue(encoder.encode(text));
-  }
-
-  #close(): void {
-    this.#ended = true;
-    if (!this.#clientGone) this.#controller.close();
+    this.#output.write(text);
   }
 }
 

@@ -6,9 +6,24 @@
 
 type Labels = Record<string, string>;
 
+/**
+ * The exposition form of a label set (sorted, escaped). Label sets repeat (per route and upstream), so
+ * the form is cached under a cheap key of the labels in their given order: a request then pays for one
+ * string join instead of a sort and three regular expressions per metric update.
+ */
+const keyCache = new Map<string, string>();
+const KEY_CACHE_LIMIT = 10_000;
+
 function labelKey(labels: Labels): string {
+  let raw = '';
+  for (const k in labels) raw += `${k}\u0000${labels[k]}\u0001`;
+  const cached = keyCache.get(raw);
+  if (cached !== undefined) return cached;
   const keys = Object.keys(labels).sort();
-  return keys.map((k) => `${k}="${escapeLabel(labels[k]!)}"`).join(',');
+  const key = keys.map((k) => `${k}="${escapeLabel(labels[k]!)}"`).join(',');
+  if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
+  keyCache.set(raw, key);
+  return key;
 }
 
 function escapeLabel(value: string): string {
@@ -91,13 +106,29 @@ export class Histogram implements Metric {
   }
 
   observe(labels: Labels, value: number): void {
+    this.#add(this.#seriesFor(labels), value);
+  }
+
+  /** Several observations of one series (the label key is computed once). */
+  observeEach(labels: Labels, values: readonly number[], scale = 1): void {
+    if (values.length === 0) return;
+    const series = this.#seriesFor(labels);
+    for (const value of values) this.#add(series, value * scale);
+  }
+
+  #seriesFor(labels: Labels): HistogramSeries {
     const key = labelKey(labels);
     let series = this.#series.get(key);
     if (series === undefined) {
       series = { counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 };
       this.#series.set(key, series);
     }
-    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) series.counts[i]! += 1;
+    return series;
+  }
+
+  #add(series: HistogramSeries, value: number): void {
+    const buckets = this.buckets;
+    for (let i = 0; i < buckets.length; i++) if (value <= buckets[i]!) series.counts[i]! += 1;
     series.sum += value;
     series.count += 1;
   }

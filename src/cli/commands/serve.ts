@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { DIALECT_IDS } from '../../dialects/dialect.ts';
+import { createNodeHttpFetch } from '../../node/node-http-fetch.ts';
 import { serve } from '../../node/serve.ts';
 import { serveStatic } from '../../node/serve-static.ts';
 import { startTelemetry } from '../../node/start-telemetry.ts';
@@ -125,7 +126,15 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       dialects = probe.dialects;
       models = probe.models;
     }
-    upstream = { name: url.host, url: url.origin, dialects, headers: upstreamHeaders, models };
+    // node:http to the upstream: no undici per request or per chunk (https falls back to fetch).
+    upstream = {
+      name: url.host,
+      url: url.origin,
+      dialects,
+      headers: upstreamHeaders,
+      models,
+      fetch: createNodeHttpFetch(),
+    };
     upstreamText = `${url.origin} (${dialects.join(', ')})`;
   } else {
     const timing: Record<string, number> = {};

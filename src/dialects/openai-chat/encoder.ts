@@ -25,6 +25,8 @@ export const OPENAI_CHAT_FLAVORS: readonly OpenAiChatFlavor[] = [
   'ollama-legacy',
 ];
 
+const VLLM_TEXT_SUFFIX = '},"logprobs":null,"finish_reason":null,"token_ids":null}]}';
+
 export class OpenAiChatEncoder implements DialectEncoder {
   readonly framing = 'sse' as const;
   readonly sseSpace = true;
@@ -39,6 +41,8 @@ export class OpenAiChatEncoder implements DialectEncoder {
   readonly #pinnedCreated: number | undefined;
   #fingerprint: string | undefined;
   #roleSent = false;
+  /** vLLM text chunks up to the text (see `event`). */
+  #textPrefix: string | undefined;
   #finish: FinishEvent | undefined;
   #usage: Usage | undefined;
   #timings: Timings | undefined;
@@ -59,6 +63,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
   event(event: StreamEvent, sink: FrameSink): void {
     switch (event.type) {
       case 'start':
+        this.#textPrefix = undefined;
         this.#id ??= event.id;
         this.#model ??= event.model;
         this.#created ??= event.created;
@@ -66,6 +71,14 @@ export class OpenAiChatEncoder implements DialectEncoder {
         if (this.#flavor === 'vllm' || this.#flavor.startsWith('llamacpp')) this.#role(sink);
         return;
       case 'text':
+        if (this.#flavor === 'vllm') {
+          // The hot path of a relay: the chunk around the text is the same every time, so it is built
+          // once and only the text is serialized (the bytes equal JSON.stringify of the whole chunk).
+          this.#role(sink);
+          this.#textPrefix ??= this.#textChunkPrefix();
+          sink(`${this.#textPrefix}${JSON.stringify(event.text)}${VLLM_TEXT_SUFFIX}`);
+          return;
+        }
         this.#content({ content: event.text }, sink);
         return;
       case 'reasoning':
@@ -203,6 +216,12 @@ export class OpenAiChatEncoder implements DialectEncoder {
         ),
       );
     }
+  }
+
+  #textChunkPrefix(): string {
+    const envelope = JSON.stringify(this.#envelope([]));
+    // `…,"choices":[]}` -> `…,"choices":[{"index":0,"delta":{"content":`
+    return `${envelope.slice(0, -2)}{"index":0,"delta":{"content":`;
   }
 
   #reasoning(text: string): JsonRecord {

@@ -1,0 +1,43 @@
+/**
+ * An optional fast path for reading a response body. A fetch whose bodies can be read by events (the
+ * node:http upstream fetch of `tokenwire/node`) puts a PushSource on the body's ReadableStream under
+ * this symbol; the client then takes chunks as they are pushed instead of awaiting one promise per read
+ * through Web Streams. Anyone else still reads the ReadableStream as usual. Web-standard: a symbol and
+ * three callbacks, no Node types.
+ */
+export const PUSH_SOURCE: unique symbol = Symbol.for('tokenwire.push-source') as never;
+
+export interface PushSink {
+  chunk(bytes: Uint8Array): void;
+  end(): void;
+  error(error: unknown): void;
+}
+
+export interface PushSubscription {
+  /** Stop delivering chunks until `resume` (backpressure). */
+  pause(): void;
+  resume(): void;
+  /** Stop for good and release the connection. */
+  cancel(reason?: unknown): void;
+}
+
+export interface PushSource {
+  /** Starts the flow; at most once, and only if the ReadableStream was not read. */
+  subscribe(sink: PushSink): PushSubscription;
+}
+
+export function pushSourceOf(body: ReadableStream<Uint8Array> | null): PushSource | undefined {
+  if (body === null) return undefined;
+  const source = (body as unknown as Record<symbol, unknown>)[PUSH_SOURCE];
+  return typeof source === 'object' &&
+    source !== null &&
+    typeof (source as PushSource).subscribe === 'function'
+    ? (source as PushSource)
+    : undefined;
+}
+
+/**
+ * Marks a fetch that takes `(url, init)` itself, as the standard fetch does: the client then calls it so,
+ * with the body as the string it is, instead of building a Request first (node/node-http-fetch.ts).
+ */
+export const FETCH_TAKES_INIT: unique symbol = Symbol.for('tokenwire.fetch-takes-init') as never;

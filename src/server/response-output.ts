@@ -1,0 +1,189 @@
+/**
+ * Where a streamed response's text goes. In-process consumers read `body`, a ReadableStream of UTF-8
+ * bytes. A server adapter that owns a socket can instead `attach` a writer through the DIRECT_BODY
+ * symbol on `body`: text then goes straight to the socket (no Web Streams queue, no TextEncoder copy),
+ * which is the gateway's hot path under `tokenwire serve` (node/serve.ts; measured in bench/RESULTS.md).
+ * Text written before either consumer arrives is held and flushed to whichever comes first.
+ */
+export const DIRECT_BODY: unique symbol = Symbol.for('tokenwire.direct-body') as never;
+
+export interface DirectWriter {
+  /** Writes text; false when the socket's buffer is full (wait for `drained`). */
+  write(text: string): boolean;
+  end(): void;
+  /** Ends the response abruptly: the client sees a cut, never a clean end. */
+  destroy(): void;
+  /** Hold writes until `uncork` (one syscall for what one upstream read produced). Optional. */
+  cork?(): void;
+  uncork?(): void;
+}
+
+export interface DirectAttachment {
+  /** The socket's buffer emptied. */
+  drained(): void;
+  /** The client went away before the end. */
+  closed(): void;
+}
+
+export interface DirectBody {
+  attach(writer: DirectWriter): DirectAttachment;
+}
+
+export function directBodyOf(body: ReadableStream<Uint8Array> | null): DirectBody | undefined {
+  if (body === null) return undefined;
+  const direct = (body as unknown as Record<symbol, unknown>)[DIRECT_BODY];
+  return typeof direct === 'object' && direct !== null ? (direct as DirectBody) : undefined;
+}
+
+const encoder = new TextEncoder();
+
+/** Chunks a slow in-process reader may fall behind before the upstream read waits. */
+const QUEUE_LIMIT = 64;
+
+export class ResponseOutput {
+  readonly body: ReadableStream<Uint8Array>;
+  #mode: 'pending' | 'stream' | 'direct' = 'pending';
+  #held: string[] = [];
+  #heldEnding: 'end' | 'error' | undefined;
+  #controller!: ReadableStreamDefaultController<Uint8Array>;
+  #writer: DirectWriter | undefined;
+  #socketFull = false;
+  #corked = false;
+  readonly #uncork = () => {
+    this.#corked = false;
+    this.#writer?.uncork?.();
+  };
+  #waiting: (() => void) | undefined;
+  #gone = false;
+  #ended = false;
+  readonly #onGone: () => void;
+
+  /** `onGone`: the client stopped reading (disconnect or cancel), before the end. */
+  constructor(onGone: () => void) {
+    this.#onGone = onGone;
+    this.body = new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          this.#controller = controller;
+        },
+        pull: () => {
+          if (this.#mode === 'pending') this.#takeAsStream();
+          this.#wake();
+        },
+        cancel: () => this.#leave(),
+      },
+      // Nothing is pulled until someone reads: an adapter can take the body directly instead.
+      { highWaterMark: 0 },
+    );
+    const direct: DirectBody = {
+      attach: (writer) => {
+        if (this.#mode !== 'pending') throw new TypeError('this response body is already being read');
+        this.#mode = 'direct';
+        this.#writer = writer;
+        for (const text of this.#held) this.#socketFull = !writer.write(text) || this.#socketFull;
+        this.#held = [];
+        if (this.#heldEnding === 'end') writer.end();
+        else if (this.#heldEnding === 'error') writer.destroy();
+        return {
+          drained: () => {
+            this.#socketFull = false;
+            this.#wake();
+          },
+          closed: () => this.#leave(),
+        };
+      },
+    };
+    (this.body as unknown as Record<symbol, unknown>)[DIRECT_BODY] = direct;
+  }
+
+  /** The client is gone: nothing written reaches anyone. */
+  get gone(): boolean {
+    return this.#gone;
+  }
+
+  /** The client went away in a way the body did not see (its request signal fired). */
+  leave(): void {
+    this.#leave();
+  }
+
+  write(text: string): void {
+    if (this.#gone || this.#ended) return;
+    switch (this.#mode) {
+      case 'direct': {
+        const writer = this.#writer!;
+        // Events written in the same tick (one upstream read) leave in one write: still flushed at
+        // once, at the end of this tick, but one syscall instead of one per event.
+        if (!this.#corked && writer.cork !== undefined) {
+          this.#corked = true;
+          writer.cork();
+          queueMicrotask(this.#uncork);
+        }
+        if (!writer.write(text)) this.#socketFull = true;
+        return;
+      }
+      case 'stream':
+        this.#controller.enqueue(encoder.encode(text));
+        return;
+      case 'pending':
+        this.#held.push(text);
+        return;
+    }
+  }
+
+  /** The clean end of the response. */
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (this.#gone) return;
+    if (this.#mode === 'direct') {
+      if (this.#corked) this.#uncork();
+      this.#writer!.end();
+    } else if (this.#mode === 'stream') this.#controller.close();
+    else this.#heldEnding = 'end';
+  }
+
+  /** An abrupt end: the client sees the connection cut. */
+  destroy(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (this.#gone) return;
+    if (this.#mode === 'direct') this.#writer!.destroy();
+    else if (this.#mode === 'stream') this.#controller.error(new Error('stream aborted'));
+    else this.#heldEnding = 'error';
+  }
+
+  /** A promise while the client is behind, so the upstream read can wait; undefined otherwise. */
+  backpressure(): Promise<void> | undefined {
+    if (this.#gone || this.#ended) return undefined;
+    const behind =
+      this.#mode === 'direct'
+        ? this.#socketFull
+        : this.#mode === 'stream' && (this.#controller.desiredSize ?? 0) < -QUEUE_LIMIT;
+    if (!behind) return undefined;
+    return new Promise((resolve) => {
+      this.#waiting = resolve;
+    });
+  }
+
+  #takeAsStream(): void {
+    this.#mode = 'stream';
+    for (const text of this.#held) this.#controller.enqueue(encoder.encode(text));
+    this.#held = [];
+    if (this.#heldEnding === 'end') this.#controller.close();
+    else if (this.#heldEnding === 'error') this.#controller.error(new Error('stream aborted'));
+  }
+
+  #wake(): void {
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    waiting?.();
+  }
+
+  #leave(): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    this.#held = [];
+    this.#wake();
+    if (!this.#ended) this.#onGone();
+  }
+}

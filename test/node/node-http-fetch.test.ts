@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { pushSourceOf } from '../../src/client/push-source.ts';
+import { complete } from '../../src/client/token-stream.ts';
+import { createNodeHttpFetch } from '../../src/node/node-http-fetch.ts';
+import { readFixture } from '../helpers/paths.ts';
+import { type ScriptServer, scriptServer } from '../helpers/script-server.ts';
+
+const servers: ScriptServer[] = [];
+after(() => Promise.all(servers.map((s) => s.close())));
+const fixture = new TextDecoder().decode(readFixture('wire-examples/vllm-chat.sse'));
+const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+
+describe('createNodeHttpFetch', () => {
+  it('serves the client through its push source, sending the body and headers as given', async () => {
+    const server = await scriptServer({ steps: fixture.split(/(?<=\n\n)/).map((write) => ({ write })) });
+    servers.push(server);
+    const fetchFn = createNodeHttpFetch();
+    const result = await complete(
+      { url: `${server.url}/v1/chat/completions`, body, headers: { 'x-request-id': 'r1' } },
+      { fetch: fetchFn },
+    );
+    assert.equal(result.complete, true);
+    assert.equal(result.text, 'Hi there');
+    assert.deepEqual(JSON.parse(server.requests[0]!.body), { ...body, stream: true });
+    assert.equal(server.requests[0]!.headers['x-request-id'], 'r1');
+  });
+
+  it('gives a standard ReadableStream to anyone else, and one consumer only', async () => {
+    const server = await scriptServer({ steps: [{ write: fixture }] });
+    servers.push(server);
+    const response = await createNodeHttpFetch()(
+      new Request(`${server.url}/x`, { method: 'POST', body: '{}' }),
+    );
+    assert.ok(pushSourceOf(response.body) !== undefined);
+    assert.equal(await response.text(), fixture);
+    assert.throws(
+      () => pushSourceOf(response.body)!.subscribe({ chunk() {}, end() {}, error() {} }),
+      /already being read/,
+    );
+  });
+
+  it('reports a body cut mid-stream as a failure, never a clean end', async () => {
+    const server = await scriptServer({
+      steps: [{ write: fixture.slice(0, 300) }, { wait: 20 }, { destroy: true }],
+    });
+    servers.push(server);
+    const result = await complete(
+      { url: `${server.url}/v1/chat/completions`, body },
+      { fetch: createNodeHttpFetch() },
+    );
+    assert.equal(result.complete, false);
+    assert.equal(result.incomplete, 'connection-closed');
+    assert.match(result.error!.message, /connection failed|closed/);
+  });
+
+  it('carries an abort to the server, before and during the body', async () => {
+    const server = await scriptServer({ headersDelayMs: 5000, steps: [] });
+    servers.push(server);
+    const controller = new AbortController();
+    const pending = complete(
+      { url: `${server.url}/v1/chat/completions`, body },
+      { fetch: createNodeHttpFetch(), signal: controller.signal },
+    );
+    setTimeout(() => controller.abort(), 50);
+    await assert.rejects(pending, /aborted/);
+    await server.requests[0]!.closed;
+    assert.ok(server.requests[0]!.closedEarlyAtMs !== undefined);
+
+    const steps = Array.from({ length: 50 }, (_, i) => [
+      { write: `data: {"choices":[{"delta":{"content":"${i}"}}]}\n\n` },
+      { wait: 20 },
+    ]).flat();
+    const slow = await scriptServer({ steps });
+    servers.push(slow);
+    const during = new AbortController();
+    const running = complete(
+      { url: `${slow.url}/v1/chat/completions`, body },
+      { fetch: createNodeHttpFetch(), signal: during.signal },
+    );
+    setTimeout(() => during.abort(), 120);
+    const result = await running;
+    assert.equal(result.incomplete, 'aborted');
+    await slow.requests[0]!.closed;
+    assert.ok(slow.requests[0]!.closedEarlyAtMs !== undefined);
+  });
+
+  it('passes HTTP errors through with their body', async () => {
+    const server = await scriptServer({
+      status: 429,
+      headers: { 'content-type': 'application/json', 'retry-after': '3' },
+      steps: [{ write: '{"error":"slow down"}' }],
+    });
+    servers.push(server);
+    await assert.rejects(
+      complete({ url: `${server.url}/api/chat`, body }, { fetch: createNodeHttpFetch() }),
+      (error: unknown) => {
+        assert.match(String(error), /429.*slow down/);
+        return true;
+      },
+    );
+  });
+});

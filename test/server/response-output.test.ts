@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type DirectWriter, directBodyOf, ResponseOutput } from '../../src/server/response-output.ts';
+
+function recordingWriter(accept = true) {
+  const calls: string[] = [];
+  const writer: DirectWriter = {
+    write: (text) => {
+      calls.push(`write:${text}`);
+      return accept;
+    },
+    end: () => calls.push('end'),
+    destroy: () => calls.push('destroy'),
+    cork: () => calls.push('cork'),
+    uncork: () => calls.push('uncork'),
+  };
+  return { calls, writer };
+}
+
+describe('ResponseOutput', () => {
+  it('holds text until a consumer arrives, then gives it to a stream reader in order', async () => {
+    const output = new ResponseOutput(() => {});
+    output.write('a');
+    output.write('b');
+    output.end();
+    assert.equal(await new Response(output.body).text(), 'ab');
+  });
+
+  it('writes straight to an attached writer, corked per tick, and ends it', async () => {
+    const output = new ResponseOutput(() => {});
+    output.write('held');
+    const { calls, writer } = recordingWriter();
+    directBodyOf(output.body)!.attach(writer);
+    output.write('x');
+    output.write('y');
+    await Promise.resolve();
+    output.write('z');
+    output.end();
+    assert.deepEqual(calls, [
+      'write:held',
+      'cork',
+      'write:x',
+      'write:y',
+      'uncork',
+      'cork',
+      'write:z',
+      'uncork',
+      'end',
+    ]);
+  });
+
+  it('pushes back while the socket is full, until drained', async () => {
+    const output = new ResponseOutput(() => {});
+    const { writer } = recordingWriter(false);
+    const attachment = directBodyOf(output.body)!.attach(writer);
+    output.write('x');
+    const wait = output.backpressure();
+    assert.ok(wait !== undefined);
+    let resumed = false;
+    wait.then(() => {
+      resumed = true;
+    });
+    await Promise.resolve();
+    assert.equal(resumed, false);
+    attachment.drained();
+    await wait;
+    assert.equal(output.backpressure(), undefined);
+  });
+
+  it('tells when the client leaves (closed socket or cancelled reader), once, and drops later writes', async () => {
+    let gone = 0;
+    const direct = new ResponseOutput(() => gone++);
+    const { calls, writer } = recordingWriter();
+    const attachment = directBodyOf(direct.body)!.attach(writer);
+    attachment.closed();
+    attachment.closed();
+    direct.write('late');
+    assert.equal(gone, 1);
+    assert.equal(direct.gone, true);
+    assert.ok(!calls.includes('write:late'));
+
+    const streamed = new ResponseOutput(() => gone++);
+    const reader = streamed.body.getReader();
+    await reader.cancel();
+    assert.equal(gone, 2);
+  });
+
+  it('cuts the response abruptly on destroy, never ending it cleanly', async () => {
+    const output = new ResponseOutput(() => {});
+    output.write('partial');
+    output.destroy();
+    await assert.rejects(new Response(output.body).text());
+    const { calls, writer } = recordingWriter();
+    const direct = new ResponseOutput(() => {});
+    directBodyOf(direct.body)!.attach(writer);
+    direct.destroy();
+    assert.deepEqual(calls, ['destroy']);
+  });
+
+  it('refuses a second consumer', () => {
+    const output = new ResponseOutput(() => {});
+    directBodyOf(output.body)!.attach(recordingWriter().writer);
+    assert.throws(() => directBodyOf(output.body)!.attach(recordingWriter().writer), /already/);
+  });
+});
