@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { seededRandom } from '../src/bench/arrivals.ts';
 import { HttpError } from '../src/client/client-errors.ts';
 import { runStream } from '../src/client/run-stream.ts';
 import type { DialectId } from '../src/dialects/dialect.ts';
@@ -104,7 +105,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     maxStreams: options.concurrency + options.warmupConcurrency + 100,
   });
   try {
-    const random = mulberry32(options.seed);
+    const random = seededRandom(options.seed);
     const counts = emptyOutcomes();
     const mismatches: string[] = [];
     let started = 0;
@@ -403,17 +404,6 @@ function emptyOutcomes(): Record<StreamOutcome, number> {
 
 function sum(outcomes: Record<StreamOutcome, number>): number {
   return outcomes.completed + outcomes.cancelled + outcomes.incomplete + outcomes.error;
-}
-
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export function mb(bytes: number): string {

@@ -1,7 +1,10 @@
 /** A seeded source of floats in [0, 1). */
 export type Random = () => number;
 
-/** mulberry32: tiny and fast; the same seed gives the same arrivals, so runs can be repeated. */
+/**
+ * mulberry32: tiny and fast; the same seed gives the same arrivals, so runs can be repeated. (The
+ * simulator has its own copy in sim/prng.ts: the layers may not import each other.)
+ */
 export function seededRandom(seed: number): Random {
   let state = seed >>> 0;
   return () => {

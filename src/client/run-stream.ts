@@ -517,26 +517,9 @@ class StreamReader {
       incomplete: 'connection-closed',
       error: {
         code: 'connection-closed',
-        message: `${cause} before the ${name} stream's terminal event${terminalHint(this.dialect)}`,
+        message: `${cause} before the ${name} stream's terminal event${this.dialect === undefined ? '' : ` (${this.dialect.terminalEvent})`}`,
       },
     };
-  }
-}
-
-function terminalHint(dialect: Dialect | undefined): string {
-  switch (dialect?.id) {
-    case 'openai-chat':
-    case 'openai-completions':
-      return ' (a finish_reason or data: [DONE])';
-    case 'ollama-chat':
-    case 'ollama-generate':
-      return ' (a line with "done": true)';
-    case 'llamacpp':
-      return ' (an event with "stop": true)';
-    case 'tgi':
-      return ' (an event with generated_text)';
-    default:
-      return '';
   }
 }
 

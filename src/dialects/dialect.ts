@@ -116,6 +116,8 @@ export interface ErrorResponse {
 export interface Dialect {
   readonly id: DialectId;
   readonly framing: Framing;
+  /** How this dialect says a stream is over, in words, for messages (`a line with "done": true`). */
+  readonly terminalEvent: string;
   /** The endpoint paths that speak this dialect; the first is canonical. */
   readonly paths: readonly string[];
   /** Encoder flavors this dialect can imitate; the first is the default. */

@@ -43,9 +43,15 @@ export function createNodeHttpFetch(
       signal = request.signal;
     } else {
       body = bodyOf(init?.body);
-      new Headers(init?.headers).forEach((value, key) => {
-        headers[key] = value;
-      });
+      const given = init?.headers;
+      if (given !== undefined && given !== null && !Array.isArray(given) && !(given instanceof Headers)) {
+        // The client passes a plain object: no Headers round trip.
+        for (const [key, value] of Object.entries(given)) headers[key.toLowerCase()] = String(value);
+      } else {
+        new Headers(given).forEach((value, key) => {
+          headers[key] = value;
+        });
+      }
       method = init?.method ?? 'GET';
       signal = init?.signal ?? undefined;
     }
@@ -63,10 +69,10 @@ export function createNodeHttpFetch(
           agent,
         },
         (incoming) => {
-          const responseHeaders = new Headers();
+          const responseHeaders: [string, string][] = [];
           const rawHeaders = incoming.rawHeaders;
           for (let i = 0; i < rawHeaders.length; i += 2)
-            responseHeaders.append(rawHeaders[i]!, rawHeaders[i + 1]!);
+            responseHeaders.push([rawHeaders[i]!, rawHeaders[i + 1]!]);
           const status = incoming.statusCode ?? 502;
           const nullBody = status === 204 || status === 304 || method === 'HEAD';
           if (nullBody) incoming.resume();

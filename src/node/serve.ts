@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { WHOLE_BODY } from '../server/read-body.ts';
 import { directBodyOf } from '../server/response-output.ts';
 
 /** A web-standard handler: the gateway and the simulator are both this. */
@@ -91,17 +92,21 @@ async function handle(
   for (let i = 0; i < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);
   const method = req.method ?? 'GET';
   const init: RequestInit & { duplex?: 'half' } = { method, headers, signal: controller.signal };
+  let whole: Uint8Array | undefined;
   if (method !== 'GET' && method !== 'HEAD') {
     const length = Number(req.headers['content-length']);
     if (Number.isInteger(length) && length <= BUFFERED_BODY_BYTES) {
       // A JSON request is small: read it whole rather than through a Web Streams adapter.
-      init.body = await readWhole(req);
+      whole = await readWhole(req);
+      init.body = whole;
     } else {
       init.body = Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>;
       init.duplex = 'half';
     }
   }
   const request = new Request(`http://${req.headers.host ?? host}${req.url ?? '/'}`, init);
+  // The bytes are already here: the gateway reads them without the Request's stream (server/read-body.ts).
+  if (whole !== undefined) (request as unknown as Record<symbol, unknown>)[WHOLE_BODY] = whole;
   const response = await handler(request);
   const outHeaders: Record<string, string | string[]> = {};
   response.headers.forEach((value, key) => {

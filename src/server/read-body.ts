@@ -16,6 +16,19 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
     throw new BodyError(413, 'body-too-large', `the request body is larger than the limit of ${limit} bytes`);
   }
   if (request.body === null) throw new BodyError(400, 'invalid-json', 'the request needs a JSON body');
+  // A server adapter that already holds the whole body passes its bytes along (node/serve.ts): no need
+  // to read them back through the Request's stream.
+  const whole = (request as unknown as Record<symbol, unknown>)[WHOLE_BODY];
+  if (whole instanceof Uint8Array) {
+    if (whole.length > limit) {
+      throw new BodyError(
+        413,
+        'body-too-large',
+        `the request body is larger than the limit of ${limit} bytes`,
+      );
+    }
+    return parseJsonBytes(whole);
+  }
   const reader = request.body.getReader();
   const parts: Uint8Array[] = [];
   let size = 0;
@@ -39,6 +52,13 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
     bytes.set(part, at);
     at += part.length;
   }
+  return parseJsonBytes(bytes);
+}
+
+/** Set by a server adapter on the Request it builds: the body's bytes, already read in full. */
+export const WHOLE_BODY: unique symbol = Symbol.for('tokenwire.whole-body') as never;
+
+function parseJsonBytes(bytes: Uint8Array): unknown {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);

@@ -363,7 +363,7 @@ function endedEarly(analysis: Analysis): Finding {
         : 'the body ended';
   return finding(
     'missing-terminal-event',
-    `${how} before the ${name} stream's terminal event${terminalWord(analysis.dialect?.id)}: the answer is incomplete`,
+    `${how} before the ${name} stream's terminal event${analysis.dialect === undefined ? '' : ` (${analysis.dialect.terminalEvent})`}: the answer is incomplete`,
     ollamaCompatHint(analysis) ??
       'a crash, a proxy timeout or a dropped connection cut the stream: a client must show this answer as incomplete, not finished',
   );
@@ -385,23 +385,6 @@ function completeness(analysis: Analysis): Finding | undefined {
     );
   }
   return undefined;
-}
-
-function terminalWord(dialect: string | undefined): string {
-  switch (dialect) {
-    case 'openai-chat':
-    case 'openai-completions':
-      return ' (a finish_reason, then data: [DONE])';
-    case 'ollama-chat':
-    case 'ollama-generate':
-      return ' (a line with "done": true)';
-    case 'llamacpp':
-      return ' (an event with "stop": true)';
-    case 'tgi':
-      return ' (an event with generated_text)';
-    default:
-      return '';
-  }
 }
 
 /** Ollama's OpenAI layer turns a mid-stream error into an empty chunk with `model: ""`, then closes. */

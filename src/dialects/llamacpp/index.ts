@@ -10,6 +10,7 @@ export type { LlamacppFlavor } from './encoder.ts';
 export const llamacpp: Dialect = {
   id: 'llamacpp',
   framing: 'sse',
+  terminalEvent: 'an event with "stop": true',
   paths: ['/completion', '/completions'],
   flavors: LLAMACPP_FLAVORS,
   responseHeaders: (flavor) => llamacppResponseHeaders(flavor),

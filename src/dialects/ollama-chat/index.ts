@@ -12,6 +12,7 @@ export { OllamaChatEncoder } from './encoder.ts';
 export const ollamaChat: Dialect = {
   id: 'ollama-chat',
   framing: 'ndjson',
+  terminalEvent: 'a line with "done": true',
   paths: ['/api/chat'],
   flavors: OLLAMA_CHAT_FLAVORS,
   responseHeaders: () => ({ 'content-type': 'application/x-ndjson' }),

@@ -15,6 +15,7 @@ export { OllamaGenerateEncoder } from './encoder.ts';
 export const ollamaGenerate: Dialect = {
   id: 'ollama-generate',
   framing: 'ndjson',
+  terminalEvent: 'a line with "done": true',
   paths: ['/api/generate'],
   flavors: OLLAMA_GENERATE_FLAVORS,
   responseHeaders: () => ({ 'content-type': 'application/x-ndjson' }),

@@ -1,7 +1,9 @@
-import type { DetectProbe, Dialect, ErrorResponse } from '../dialect.ts';
+import type { DetectProbe, Dialect } from '../dialect.ts';
 import { isRecord } from '../shared/json-fields.ts';
+import { openAiErrorResponse } from '../shared/openai-error-response.ts';
+import { openAiResponseHeaders } from '../shared/openai-response-headers.ts';
 import { OpenAiChatDecoder } from './decoder.ts';
-import { OPENAI_CHAT_FLAVORS, OpenAiChatEncoder, type OpenAiChatFlavor } from './encoder.ts';
+import { OPENAI_CHAT_FLAVORS, OpenAiChatEncoder } from './encoder.ts';
 import { openAiChatFromBody, openAiChatToBody } from './request.ts';
 
 export type { OpenAiChatFlavor } from './encoder.ts';
@@ -10,9 +12,10 @@ export type { OpenAiChatFlavor } from './encoder.ts';
 export const openAiChat: Dialect = {
   id: 'openai-chat',
   framing: 'sse',
+  terminalEvent: 'a finish_reason, then data: [DONE]',
   paths: ['/v1/chat/completions', '/chat/completions'],
   flavors: OPENAI_CHAT_FLAVORS,
-  responseHeaders: (flavor) => openAiResponseHeaders(flavor),
+  responseHeaders: openAiResponseHeaders,
   createDecoder: (options) => new OpenAiChatDecoder(options),
   createEncoder: (options) => new OpenAiChatEncoder(options),
   toRequestBody: openAiChatToBody,
@@ -29,42 +32,3 @@ export const openAiChat: Dialect = {
   },
   errorResponse: openAiErrorResponse,
 };
-
-/** Response headers per server: vLLM's Starlette adds the charset; TGI and llama-server disable buffering. */
-export function openAiResponseHeaders(flavor: string | undefined): Record<string, string> {
-  switch ((flavor ?? 'vllm') as OpenAiChatFlavor) {
-    case 'vllm':
-      return { 'content-type': 'text/event-stream; charset=utf-8' };
-    case 'llamacpp':
-    case 'llamacpp-legacy':
-      return { 'content-type': 'text/event-stream', server: 'llama.cpp', 'x-accel-buffering': 'no' };
-    case 'tgi':
-      return { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
-    default:
-      return { 'content-type': 'text/event-stream' };
-  }
-}
-
-/** The OpenAI error body, `{"error": {"message", "type", "param", "code"}}`, as vLLM ≥ 0.10.1 writes it. */
-export function openAiErrorResponse(error: {
-  status: number;
-  message: string;
-  errorType?: string | undefined;
-}): ErrorResponse {
-  const type =
-    error.errorType ??
-    (error.status === 401
-      ? 'authentication_error'
-      : error.status === 404
-        ? 'not_found_error'
-        : error.status === 429
-          ? 'rate_limit_error'
-          : error.status < 500
-            ? 'invalid_request_error'
-            : 'server_error');
-  return {
-    status: error.status,
-    contentType: 'application/json',
-    body: JSON.stringify({ error: { message: error.message, type, param: null, code: error.status } }),
-  };
-}

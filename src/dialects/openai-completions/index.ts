@@ -15,6 +15,7 @@ export type { OpenAiCompletionsFlavor } from './encoder.ts';
 export const openAiCompletions: Dialect = {
   id: 'openai-completions',
   framing: 'sse',
+  terminalEvent: 'a finish_reason, then data: [DONE]',
   paths: ['/v1/completions'],
   flavors: OPENAI_COMPLETIONS_FLAVORS,
   responseHeaders: (flavor) => openAiResponseHeaders(flavor),

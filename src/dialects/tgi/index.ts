@@ -14,6 +14,7 @@ export type { TgiFlavor } from './encoder.ts';
 export const tgi: Dialect = {
   id: 'tgi',
   framing: 'sse',
+  terminalEvent: 'an event with generated_text',
   paths: ['/generate_stream'],
   flavors: TGI_FLAVORS,
   responseHeaders: () => tgiResponseHeaders(),
