@@ -23,6 +23,7 @@ const report = await runSoak({
   seed: Number(values.seed),
   checkRss: true,
   rssTolerance: 0.1,
+  rssSettleMs: 60000,
   log: (line) => process.stderr.write(`${line}\n`),
 });
 process.stdout.write(`${formatSoakReport(report)}\n`);

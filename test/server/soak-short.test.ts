@@ -18,6 +18,7 @@ describe('soak (short)', () => {
       seed: 7,
       checkRss: false,
       rssTolerance: 0.1,
+      rssSettleMs: 0,
     });
     const text = formatSoakReport(report);
     assert.ok(report.streams >= 100, text);
