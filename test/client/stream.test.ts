@@ -320,6 +320,17 @@ describe('client over real HTTP', () => {
     assert.ok(events.findIndex((e) => e.type === 'tool-call') > lastDelta);
   });
 
+  it("never puts TGI's special tokens (the EOS <|eot_id|>, </s>) into the text", async () => {
+    for (const name of ['wire-examples/tgi-generate-stream.sse', 'extra/tgi-generate-stream-legacy.sse']) {
+      const bytes = readFileSync(fixturePath(name), 'utf8');
+      const server = await serverWith({ headers: sse, steps: paced(bytes, 2) });
+      const result = await complete({ url: `${server.url}/generate_stream`, body: { inputs: 'hi' } });
+      assert.equal(result.complete, true, name);
+      assert.doesNotMatch(result.text, /<\|eot_id\|>|<\/s>/, name);
+      assert.equal(result.dialect, 'tgi');
+    }
+  });
+
   it('detects the dialect from the bytes when the path says nothing', async () => {
     const server = await serverWith({ headers: sse, steps: [{ write: fixture('llamacpp-chat.sse') }] });
     const result = await complete({ url: `${server.url}/some/proxy/route`, body: chatBody });
