@@ -1,0 +1,84 @@
+/**
+ * The gateway's own CPU per request, with no network: gateway.fetch in-process, an upstream fetch that
+ * answers from memory the way createNodeHttpFetch does (called with (url, init), a push-readable body),
+ * and the response taken the way node/serve.ts takes it (a direct writer). Compared with building the
+ * same Request and Response objects alone. A profiling aid, not in RESULTS.md:
+ * `node .build/bench/gateway-request-cost.js [requests]` (add --cpu-prof to see where it goes).
+ */
+import { FETCH_TAKES_INIT, PUSH_SOURCE, type PushSink } from '../src/client/push-source.ts';
+import { createGateway } from '../src/server/create-gateway.ts';
+import { directBodyOf } from '../src/server/response-output.ts';
+
+const chunk = (delta: string, finish: string | null) =>
+  `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
+const upstreamBody = new TextEncoder().encode(
+  `${chunk('{"role":"assistant","content":""}', null)}${chunk('{"content":"Hi"}', null)}${chunk('{"content":""}', 'length')}data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\n\ndata: [DONE]\n\n`,
+);
+
+function pushResponse(): Response {
+  const stream = new ReadableStream<Uint8Array>({}, { highWaterMark: 0 });
+  (stream as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = {
+    subscribe(sink: PushSink) {
+      queueMicrotask(() => {
+        sink.chunk(upstreamBody);
+        sink.end();
+      });
+      return { pause() {}, resume() {}, cancel() {} };
+    },
+  };
+  return new Response(stream, { headers: [['content-type', 'text/event-stream']] });
+}
+const upstreamFetch = async (_url: string, _init: RequestInit) => pushResponse();
+(upstreamFetch as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] = true;
+
+const gateway = createGateway({
+  upstreams: [
+    {
+      name: 'memory',
+      url: 'http://upstream.invalid',
+      dialects: ['openai-chat'],
+      models: ['sim'],
+      fetch: upstreamFetch as unknown as (request: Request) => Promise<Response>,
+    },
+  ],
+});
+const body = new TextEncoder().encode(
+  JSON.stringify({ model: 'sim', stream: true, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }),
+);
+
+function incoming(): Request {
+  return new Request('http://gateway.invalid/v1/chat/completions', {
+    method: 'POST',
+    headers: [['content-type', 'application/json']],
+    body,
+    signal: new AbortController().signal,
+  });
+}
+
+async function viaGateway(): Promise<void> {
+  const response = await gateway.fetch(incoming());
+  await new Promise<void>((resolve) => {
+    directBodyOf(response.body)!.attach({ write: () => true, end: resolve, destroy: resolve });
+  });
+}
+
+async function baseline(): Promise<void> {
+  await incoming().arrayBuffer();
+  pushResponse();
+}
+
+const n = Number(process.argv[2] ?? 5000);
+for (const [name, fn] of [
+  ['gateway', viaGateway],
+  ['Request + Response objects alone', baseline],
+] as const) {
+  for (let i = 0; i < 1000; i++) await fn();
+  const cpu = process.cpuUsage();
+  const wall = performance.now();
+  for (let i = 0; i < n; i++) await fn();
+  const used = process.cpuUsage(cpu);
+  console.log(
+    `${name}: ${((used.user + used.system) / n).toFixed(1)} µs CPU, ${(((performance.now() - wall) / n) * 1000).toFixed(1)} µs wall per request`,
+  );
+}
+await gateway.close();
