@@ -1,89 +1,23 @@
-import { snippet } from '../../errors.ts';
-import type { StartEvent } from '../../events/stream-event.ts';
-import type { Frame } from '../../wire/frame.ts';
-import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
-import { errorFromPayload } from '../shared/error-payload.ts';
-import { type JsonRecord, stringField } from '../shared/json-fields.ts';
-import { parseOllamaToolCalls } from '../shared/ollama-tool-calls.ts';
-import { parseOllamaTrailer } from '../shared/ollama-trailer.ts';
-import { parsePayload } from '../shared/parse-payload.ts';
+import type { DecoderOptions } from '../dialect.ts';
+import type { JsonRecord } from '../shared/json-fields.ts';
+import { OllamaLineDecoder, type OllamaLineShape } from '../shared/ollama-line-decoder.ts';
 
 /**
- * Decodes Ollama's native `/api/generate` NDJSON (wire-formats.md §6.1-6.3): one
- * `api.GenerateResponse` per line. `thinking` is reasoning, `response` text, top-level `tool_calls`
- * whole calls. The `done: true` line ends the stream: finish, usage (its `raw` keeps the `context` token
- * array), timings. A `{"error":"…"}` line is an error event; Ollama closes after it.
- *
- * There is no terminator line in NDJSON, so `sawTerminator` is always false; `done: true` makes the
- * stream `terminated` (and `complete`, unless an error line came).
+ * `/api/generate` lines (`api.GenerateResponse`): `response`, `thinking` and `tool_calls` at the top; the
+ * done line's usage keeps the `context` token array in its `raw`. A `message` means /api/chat.
  */
-export class OllamaGenerateDecoder implements DialectDecoder {
-  readonly #dropReasoning: boolean;
-  #started = false;
-  #done = false;
-  #errored = false;
-  #toolCalls = 0;
+const GENERATE_LINE: OllamaLineShape = {
+  dialect: 'ollama-generate',
+  endpoint: '/api/generate',
+  textField: 'response',
+  parts: (payload: JsonRecord) =>
+    typeof payload.response === 'string' || (typeof payload.done === 'boolean' && !('message' in payload))
+      ? payload
+      : undefined,
+};
 
+export class OllamaGenerateDecoder extends OllamaLineDecoder {
   constructor(options: DecoderOptions = {}) {
-    this.#dropReasoning = options.dropReasoning === true;
+    super(GENERATE_LINE, options);
   }
-
-  get complete(): boolean {
-    return this.#done && !this.#errored;
-  }
-
-  get terminated(): boolean {
-    return this.#done;
-  }
-
-  get sawTerminator(): boolean {
-    return false;
-  }
-
-  frame(frame: Frame, emit: Emit): void {
-    const payload = parsePayload('ollama-generate', frame.data);
-    const error = errorFromPayload(payload);
-    if (error !== undefined) {
-      this.#errored = true;
-      emit(error);
-      return;
-    }
-    // `response` and `done` are on every line (neither is omitempty); a `message` means /api/chat.
-    if (typeof payload.response !== 'string' && (typeof payload.done !== 'boolean' || 'message' in payload)) {
-      throw new DialectError(
-        'ollama-generate',
-        `a line is not an /api/generate response: ${snippet(frame.data, 120)}`,
-      );
-    }
-    if (!this.#started) {
-      this.#started = true;
-      emit(startEvent(payload));
-    }
-    if (!this.#dropReasoning) {
-      const thinking = stringField(payload, 'thinking');
-      if (thinking !== undefined && thinking !== '') emit({ type: 'reasoning', text: thinking });
-    }
-    const response = stringField(payload, 'response');
-    if (response !== undefined && response !== '') emit({ type: 'text', text: response });
-    const calls = parseOllamaToolCalls(payload.tool_calls, this.#toolCalls);
-    for (const event of calls) {
-      if (event.type === 'tool-call') this.#toolCalls += 1;
-      emit(event);
-    }
-    if (payload.done === true && !this.#done) {
-      this.#done = true;
-      for (const event of parseOllamaTrailer(payload, this.#toolCalls > 0)) emit(event);
-    }
-  }
-
-  end(_emit: Emit): void {
-    // Nothing is held back: Ollama sends whole tool calls.
-  }
-}
-
-function startEvent(payload: JsonRecord): StartEvent {
-  const start: StartEvent = { type: 'start' };
-  const model = stringField(payload, 'model');
-  if (model !== undefined) start.model = model;
-  return start;
 }
