@@ -2,7 +2,6 @@ import { HttpError, RequestFailedError } from '../client/client-errors.ts';
 import { runStream } from '../client/run-stream.ts';
 import type { MidStreamError } from '../dialects/dialect.ts';
 import { type Dialect, type DialectId, RequestError } from '../dialects/dialect.ts';
-import { frameText } from '../dialects/frame-text.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
 import { TokenwireError } from '../errors.ts';
 import { type ChatRequest, renderPrompt } from '../events/chat-request.ts';
@@ -16,6 +15,7 @@ import {
   type RequestTelemetry,
 } from './gateway-telemetry.ts';
 import { MemoryResumeStore } from './memory-resume-store.ts';
+import { ollamaTags, openAiModelList } from './model-lists.ts';
 import { nonStreamBody } from './non-stream-response.ts';
 import { type OutputFormat, outputFormat } from './output-format.ts';
 import { PLAIN_TEXT_HEADERS, PlainTextRelay } from './plain-text-relay.ts';
@@ -23,7 +23,8 @@ import { BodyError, readJsonBody } from './read-body.ts';
 import { readStreamExtensions } from './read-stream-extensions.ts';
 import { requestIdFor } from './request-id.ts';
 import { type EndState, type LogLevel, levelOf, logs, type RequestLog, redactUrls } from './request-log.ts';
-import { formatEventId, parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
+import { parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
+import { resumedBody } from './resumed-body.ts';
 import { StreamRelay } from './stream-relay.ts';
 import { pickUpstreamDialect, type Upstream } from './upstream.ts';
 
@@ -724,47 +725,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       return reject(dialect, scope, 404, 'cannot resume: the stream is unknown or expired');
     }
     metrics.resumes.inc({ result: 'ok' });
-    const meta = subscription.meta;
-    const resumedDialect = getDialect(meta.dialect);
-    const encoded = new TextEncoder();
-    const frames = subscription.frames;
-    let lastSeq = parsed.seq;
-    const body = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        controller.enqueue(encoded.encode(`retry: ${retryMs}\n\n`));
-        try {
-          for await (const frame of frames) {
-            lastSeq = frame.seq;
-            controller.enqueue(encoded.encode(frame.text));
-          }
-          const status = subscription.status();
-          if (status === 'cancelled' || status === 'lost' || status === 'live') {
-            // Nobody wrote this stream's ending: write an honest one, never a clean finish.
-            const encoder = resumedDialect.createEncoder({ flavor: meta.flavor, model: meta.model });
-            encoder.error(
-              {
-                message:
-                  status === 'cancelled'
-                    ? 'the stream was cancelled when its client disconnected; it cannot be finished'
-                    : 'the stream stopped before it finished (its producer is gone)',
-                status: 502,
-              },
-              (data, kind) => {
-                lastSeq += 1;
-                controller.enqueue(
-                  encoded.encode(frameText(encoder, data, kind, formatEventId(parsed.streamId, lastSeq))),
-                );
-              },
-            );
-          }
-          controller.close();
-        } catch (error) {
-          controller.error(error);
-        }
-        done(scope, { route: dialect.id, status: 200, outcome: 'resumed', streamId: parsed.streamId });
-      },
-    });
-    return new Response(body, { status: 200, headers: meta.headers });
+    const body = resumedBody(subscription, parsed.streamId, parsed.seq, retryMs, () =>
+      done(scope, { route: dialect.id, status: 200, outcome: 'resumed', streamId: parsed.streamId }),
+    );
+    return new Response(body, { status: 200, headers: subscription.meta.headers });
   }
 
   function listModels(): string[] {
@@ -793,21 +757,9 @@ export function createGateway(options: GatewayOptions): Gateway {
             headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' },
           });
         case '/v1/models':
-          return Response.json({
-            object: 'list',
-            data: listModels().map((id) => ({ id, object: 'model', created: 0, owned_by: 'tokenwire' })),
-          });
+          return Response.json(openAiModelList(listModels()));
         case '/api/tags':
-          return Response.json({
-            models: listModels().map((name) => ({
-              name,
-              model: name,
-              modified_at: new Date(0).toISOString(),
-              size: 0,
-              digest: '',
-              details: { format: 'gguf', family: 'tokenwire', parameter_size: '', quantization_level: '' },
-            })),
-          });
+          return Response.json(ollamaTags(listModels()));
       }
     }
     const fallback = await options.fallback?.(request);
