@@ -1,17 +1,18 @@
-import type {
-  Attributes,
-  Histogram,
-  Meter,
-  Span,
-  SpanKind,
-  SpanStatusCode,
-  Tracer,
-} from '@opentelemetry/api';
-import type { DialectId } from '../dialects/dialect.ts';
+import type { Attributes, Histogram, Meter, Span, Tracer } from '@opentelemetry/api';
 import { dialectForPath } from '../dialects/registry.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamRequest } from './build-request.ts';
 import { HttpError, RequestFailedError } from './client-errors.ts';
+import {
+  DURATION_BUCKETS,
+  FIRST_CHUNK_BUCKETS,
+  genAiFinishWord,
+  genAiOperation,
+  genAiProvider,
+  SPAN_KIND_CLIENT,
+  STATUS_ERROR,
+  TOKEN_BUCKETS,
+} from './gen-ai-conventions.ts';
 
 /**
  * OpenTelemetry for one `stream()` / `complete()` call, following the GenAI semantic conventions: a
@@ -27,20 +28,6 @@ export interface ClientTelemetry {
   /** Send the span's context as `traceparent`/`tracestate` (unless the request sets them). Default true. */
   propagate?: boolean | undefined;
 }
-
-// Numeric values of the API's enums (type-only import: nothing of the API is loaded here).
-const SPAN_KIND_CLIENT = 2 as SpanKind;
-const STATUS_ERROR = 2 as SpanStatusCode;
-
-const DURATION_BUCKETS = [
-  0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
-];
-const CHUNK_BUCKETS = [
-  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-];
-const TOKEN_BUCKETS = [
-  1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
-];
 
 interface Instruments {
   duration: Histogram;
@@ -66,12 +53,12 @@ function instrumentsFor(meter: Meter): Instruments {
       timeToFirstChunk: seconds(
         'gen_ai.client.operation.time_to_first_chunk',
         'Time from the request to the first content chunk of the stream.',
-        CHUNK_BUCKETS,
+        FIRST_CHUNK_BUCKETS,
       ),
       timePerOutputChunk: seconds(
         'gen_ai.client.operation.time_per_output_chunk',
         'Time between content chunks after the first.',
-        CHUNK_BUCKETS,
+        FIRST_CHUNK_BUCKETS,
       ),
       tokenUsage: meter.createHistogram('gen_ai.client.token.usage', {
         description:
@@ -83,20 +70,6 @@ function instrumentsFor(meter: Meter): Instruments {
     instrumentsByMeter.set(meter, instruments);
   }
   return instruments;
-}
-
-function providerOf(dialect: DialectId | undefined): string {
-  switch (dialect) {
-    case 'ollama-chat':
-    case 'ollama-generate':
-      return 'ollama';
-    case 'llamacpp':
-      return 'llama.cpp';
-    case 'tgi':
-      return 'hf.tgi';
-    default:
-      return 'openai_compatible';
-  }
 }
 
 /**
@@ -115,13 +88,13 @@ export async function traceStream(
     return run(request); // the run reports the bad URL as usual
   }
   const dialect = request.dialect ?? dialectForPath(url.pathname)?.id;
-  const operation = dialect === 'openai-chat' || dialect === 'ollama-chat' ? 'chat' : 'text_completion';
+  const operation = genAiOperation(dialect);
   const model =
     (typeof request.body?.model === 'string' ? request.body.model : undefined) ?? request.request?.model;
   const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   const metricAttributes: Attributes = {
     'gen_ai.operation.name': operation,
-    'gen_ai.provider.name': telemetry.providerName ?? providerOf(dialect),
+    'gen_ai.provider.name': telemetry.providerName ?? genAiProvider(dialect),
     'server.address': url.hostname,
     'server.port': port,
   };
@@ -199,7 +172,7 @@ export async function traceStream(
     if (result.model !== undefined) attributes['gen_ai.response.model'] = result.model;
     if (result.id !== undefined) attributes['gen_ai.response.id'] = result.id;
     if (result.finishReason !== undefined)
-      attributes['gen_ai.response.finish_reasons'] = [result.finishReason.replace('-', '_')];
+      attributes['gen_ai.response.finish_reasons'] = [genAiFinishWord(result)!];
     if (input !== undefined) attributes['gen_ai.usage.input_tokens'] = input;
     if (output !== undefined) attributes['gen_ai.usage.output_tokens'] = output;
     if (result.metrics.ttftMs !== undefined) {

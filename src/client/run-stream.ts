@@ -4,6 +4,7 @@ import { snippet, TokenwireError } from '../errors.ts';
 import type { IncompleteReason, Result, ResultError } from '../events/result.ts';
 import { ResultBuilder } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
+import { concatBytes } from '../wire/concat-bytes.ts';
 import type { Frame } from '../wire/frame.ts';
 import { NdjsonDecoder } from '../wire/ndjson-decoder.ts';
 import { SseDecoder } from '../wire/sse-decoder.ts';
@@ -355,7 +356,7 @@ class StreamReader {
     if (this.#wire === undefined) {
       // Hold the first bytes until they show the framing (a 1-byte read cannot).
       const head = this.#head;
-      const joined: Uint8Array = head === undefined ? value : concat(head, value);
+      const joined: Uint8Array = head === undefined ? value : concatBytes(head, value);
       if (sniffFraming(joined) === undefined && joined.length < SNIFF_BYTES) {
         this.#head = joined;
         return true;
@@ -587,21 +588,9 @@ async function readBounded(response: Response, limit: number): Promise<string> {
   } finally {
     reader.cancel().catch(() => {});
   }
-  let all = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    all.set(part, at);
-    at += part.length;
-  }
+  let all = concatBytes(...parts);
   if (all.length > limit) all = all.subarray(0, limit);
   return new TextDecoder().decode(all);
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
 }
 
 /** Keeps a value reachable up to this call (see the comment on `outgoing`). */

@@ -4,12 +4,21 @@ import type {
   Histogram,
   Meter,
   Span,
-  SpanKind,
-  SpanStatusCode,
   TextMapPropagator,
   Tracer,
 } from '@opentelemetry/api';
 import { HttpError, RequestFailedError } from '../client/client-errors.ts';
+import {
+  DURATION_BUCKETS,
+  FIRST_CHUNK_BUCKETS,
+  genAiFinishWord,
+  genAiOperation,
+  genAiProvider,
+  SPAN_KIND_CLIENT,
+  SPAN_KIND_SERVER,
+  STATUS_ERROR,
+  TOKEN_BUCKETS,
+} from '../client/gen-ai-conventions.ts';
 import type { DialectId } from '../dialects/dialect.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
@@ -39,22 +48,8 @@ export interface GatewayTelemetryOptions {
   providerName?: string | ((upstream: Upstream) => string) | undefined;
 }
 
-// Numeric values of the API's enums: `import type` keeps the API unloaded until telemetry is asked for.
-const SPAN_KIND_SERVER = 1 as SpanKind;
-const SPAN_KIND_CLIENT = 2 as SpanKind;
-const STATUS_ERROR = 2 as SpanStatusCode;
-
-/** Bucket boundaries the GenAI semantic conventions ask for, per metric. */
-const DURATION_BUCKETS = [
-  0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
-];
-const TTFT_BUCKETS = [
-  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-];
+/** Time per output token: the one bucket set only the server side records. */
 const TPOT_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5];
-const TOKEN_BUCKETS = [
-  1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
-];
 
 interface Instruments {
   serverTtft: Histogram;
@@ -63,30 +58,6 @@ interface Instruments {
   clientDuration: Histogram;
   clientTtfc: Histogram;
   tokenUsage: Histogram;
-}
-
-/** The GenAI operation a dialect carries: chat turns, or a bare prompt. */
-export function genAiOperation(dialect: DialectId): 'chat' | 'text_completion' {
-  return dialect === 'openai-chat' || dialect === 'ollama-chat' ? 'chat' : 'text_completion';
-}
-
-function defaultProvider(dialect: DialectId): string {
-  switch (dialect) {
-    case 'ollama-chat':
-    case 'ollama-generate':
-      return 'ollama';
-    case 'llamacpp':
-      return 'llama.cpp';
-    case 'tgi':
-      return 'hf.tgi';
-    default:
-      return 'openai_compatible';
-  }
-}
-
-/** The conventions' finish words (OpenAI's): `tool-calls` -> `tool_calls`. */
-function finishWord(result: Result): string | undefined {
-  return result.finishReason?.replace('-', '_');
 }
 
 /** A low-cardinality `error.type`: the HTTP status, the failure's code, or `_OTHER`. */
@@ -241,7 +212,7 @@ function createInstruments(meter: Meter): Instruments {
     serverTtft: seconds(
       'gen_ai.server.time_to_first_token',
       'Time from the request reaching the gateway to the first token relayed, for streams that completed.',
-      TTFT_BUCKETS,
+      FIRST_CHUNK_BUCKETS,
     ),
     serverTpot: seconds(
       'gen_ai.server.time_per_output_token',
@@ -261,7 +232,7 @@ function createInstruments(meter: Meter): Instruments {
     clientTtfc: seconds(
       'gen_ai.client.operation.time_to_first_chunk',
       'Time from the upstream request to its first content chunk.',
-      TTFT_BUCKETS,
+      FIRST_CHUNK_BUCKETS,
     ),
     tokenUsage: meter.createHistogram('gen_ai.client.token.usage', {
       description:
@@ -338,7 +309,7 @@ export class RequestTelemetry {
     const provider =
       typeof this.#providerName === 'function'
         ? this.#providerName(upstream)
-        : (this.#providerName ?? defaultProvider(init.upstreamDialect));
+        : (this.#providerName ?? genAiProvider(init.upstreamDialect));
     const server = serverOf(init.upstreamUrl);
     const request: Attributes = {
       'gen_ai.operation.name': genAiOperation(init.route),
@@ -498,7 +469,7 @@ function responseAttributes(result: Result): Attributes {
   const attributes: Attributes = {};
   if (result.model !== undefined) attributes['gen_ai.response.model'] = result.model;
   if (result.id !== undefined) attributes['gen_ai.response.id'] = result.id;
-  const finish = finishWord(result);
+  const finish = genAiFinishWord(result);
   if (finish !== undefined) attributes['gen_ai.response.finish_reasons'] = [finish];
   if (typeof result.rawFinishReason === 'string')
     attributes['tokenwire.finish_reason.raw'] = result.rawFinishReason;

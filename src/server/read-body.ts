@@ -1,4 +1,5 @@
 import { TokenwireError } from '../errors.ts';
+import { concatBytes } from '../wire/concat-bytes.ts';
 
 export class BodyError extends TokenwireError {
   readonly status: number;
@@ -46,12 +47,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
     }
     parts.push(next.value);
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    bytes.set(part, at);
-    at += part.length;
-  }
+  const bytes = concatBytes(...parts);
   return parseJsonBytes(bytes);
 }
 

@@ -1,3 +1,4 @@
+import { concatBytes } from '../wire/concat-bytes.ts';
 import type { Upstream } from './upstream.ts';
 
 /** What a secret is replaced with. */
@@ -101,7 +102,7 @@ export class SecretRedactor {
               controller.close();
               return;
             }
-            const joined = held.length === 0 ? next.value : concat(held, next.value);
+            const joined = held.length === 0 ? next.value : concatBytes(held, next.value);
             const out = this.#replace(joined);
             const keep = this.#partialTail(out);
             held = out.slice(out.length - keep);
@@ -158,7 +159,7 @@ export class SecretRedactor {
     }
     if (parts.length === 0) return input;
     parts.push(input.subarray(from));
-    return concat(...parts);
+    return concatBytes(...parts);
   }
 
   /** Bytes at the end that are a proper prefix of some secret: they may continue in the next read. */
@@ -204,17 +205,5 @@ function replaceAll(input: Uint8Array, pattern: Uint8Array, replacement: Uint8Ar
     at = indexOf(input, pattern, from);
   }
   parts.push(input.subarray(from));
-  return concat(...parts);
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const part of parts) size += part.length;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  return concatBytes(...parts);
 }

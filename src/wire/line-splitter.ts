@@ -1,4 +1,5 @@
 import { copyBytes, indexOfByte } from './byte-search.ts';
+import { concatBytes } from './concat-bytes.ts';
 import { DEFAULT_MAX_LINE_BYTES, WireError } from './wire-error.ts';
 
 const LF = 0x0a;
@@ -81,7 +82,7 @@ export class LineSplitter {
 
   #stripBom(chunk: Uint8Array): Uint8Array | null {
     const head = this.#head!;
-    const joined = head.length === 0 ? chunk : concat(head, chunk);
+    const joined = head.length === 0 ? chunk : concatBytes(head, chunk);
     const bom = [0xef, 0xbb, 0xbf];
     const n = Math.min(3, joined.length);
     for (let i = 0; i < n; i++) {
@@ -182,11 +183,4 @@ export class LineSplitter {
     if (tail !== null) out.set(tail.subarray(start, end), at);
     return cutCR ? out.subarray(0, total - 1) : out;
   }
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
 }

@@ -2,6 +2,7 @@ import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
 import { RequestError } from '../dialect.ts';
 import type { JsonRecord } from '../shared/json-fields.ts';
 import {
+  dropUndefined,
   extraFields,
   optionalBoolean,
   optionalNumber,
@@ -85,9 +86,4 @@ export function llamacppToBody(request: ChatRequest): JsonRecord {
     if (key !== 'stream' && !(key in body)) body[key] = value;
   }
   return body;
-}
-
-function dropUndefined<T extends object>(value: T): T {
-  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
-  return value;
 }

@@ -1,11 +1,11 @@
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
 import type { Timings, Usage } from '../../events/usage.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
-import { pythonJsonDumps } from '../../wire/python-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import type { JsonRecord } from '../shared/json-fields.ts';
 import { llamacppTimingsObject } from '../shared/llamacpp-timings.ts';
 import { openAiFinishWord } from '../shared/openai-finish.ts';
+import { writeOpenAiStreamError } from '../shared/openai-stream-error.ts';
 import { openAiUsageObject } from '../shared/openai-usage.ts';
 import { randomAlphanumeric, randomHex } from '../shared/random-id.ts';
 
@@ -155,49 +155,12 @@ export class OpenAiChatEncoder implements DialectEncoder {
   }
 
   error(error: MidStreamError, sink: FrameSink): void {
-    const status = error.status ?? 500;
-    switch (this.#flavor) {
-      case 'vllm':
-        sink(
-          pythonJsonDumps({
-            error: {
-              message: error.message,
-              type: error.errorType ?? vllmErrorType(status),
-              param: null,
-              code: status,
-            },
-          }),
-        );
-        sink('[DONE]');
-        return;
-      case 'llamacpp':
-        sink(
-          JSON.stringify({
-            error: { code: status, message: error.message, type: error.errorType ?? 'server_error' },
-          }),
-        );
-        return;
-      case 'llamacpp-legacy':
-        sink(
-          JSON.stringify({ code: status, message: error.message, type: error.errorType ?? 'server_error' }),
-          'legacy-error-field',
-        );
-        sink('[DONE]');
-        return;
-      case 'tgi':
-        sink(JSON.stringify({ error: { message: error.message, http_status_code: 422 } }));
-        sink('[DONE]');
-        return;
-      case 'ollama':
-      case 'ollama-legacy': {
-        // Ollama's OpenAI layer has no mid-stream error: the error line becomes an empty chunk with
-        // `model: ""`, then the stream ends without a finish or `[DONE]` (wire-formats.md §6.4).
-        const chunk = this.#envelope([{ index: 0, delta: { content: '' }, finish_reason: null }]);
-        chunk.model = '';
-        sink(this.#stringify(chunk));
-        return;
-      }
-    }
+    if (writeOpenAiStreamError(this.#flavor, error, sink)) return;
+    // Ollama's OpenAI layer has no mid-stream error: the error line becomes an empty chunk with
+    // `model: ""`, then the stream ends without a finish or `[DONE]` (wire-formats.md §6.4).
+    const chunk = this.#envelope([{ index: 0, delta: { content: '' }, finish_reason: null }]);
+    chunk.model = '';
+    sink(this.#stringify(chunk));
   }
 
   #role(sink: FrameSink): void {
@@ -389,10 +352,4 @@ export class OpenAiChatEncoder implements DialectEncoder {
         };
     }
   }
-}
-
-function vllmErrorType(status: number): string {
-  if (status === 400) return 'BadRequestError';
-  if (status === 404) return 'NotFoundError';
-  return 'InternalServerError';
 }

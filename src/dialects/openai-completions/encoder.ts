@@ -1,11 +1,11 @@
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
 import type { Timings, Usage } from '../../events/usage.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
-import { pythonJsonDumps } from '../../wire/python-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import type { JsonRecord } from '../shared/json-fields.ts';
 import { llamacppTimingsObject } from '../shared/llamacpp-timings.ts';
 import { openAiFinishWord } from '../shared/openai-finish.ts';
+import { writeOpenAiStreamError } from '../shared/openai-stream-error.ts';
 import { openAiUsageObject } from '../shared/openai-usage.ts';
 import { randomAlphanumeric, randomHex } from '../shared/random-id.ts';
 
@@ -190,52 +190,14 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
 
   error(error: MidStreamError, sink: FrameSink): void {
     this.flush(sink);
-    const status = error.status ?? 500;
-    switch (this.#flavor) {
-      case 'vllm':
-        // `create_streaming_error_response` uses json.dumps: spaced and ASCII-escaped; [DONE] follows.
-        sink(
-          pythonJsonDumps({
-            error: {
-              message: error.message,
-              type: error.errorType ?? vllmErrorType(status),
-              param: null,
-              code: status,
-            },
-          }),
-        );
-        sink('[DONE]');
-        return;
-      case 'llamacpp':
-        sink(
-          JSON.stringify({
-            error: { code: status, message: error.message, type: error.errorType ?? 'server_error' },
-          }),
-        );
-        return;
-      case 'llamacpp-legacy':
-        sink(
-          JSON.stringify({ code: status, message: error.message, type: error.errorType ?? 'server_error' }),
-          'legacy-error-field',
-        );
-        sink('[DONE]');
-        return;
-      case 'tgi':
-        // Always 422, whatever the cause; no type field; [DONE] still follows.
-        sink(JSON.stringify({ error: { message: error.message, http_status_code: 422 } }));
-        sink('[DONE]');
-        return;
-      case 'ollama': {
-        // No error representation (wire-formats.md §6.4, §9): the native `{"error": …}` line is read as
-        // an empty generate response, so the client gets a chunk with `model: ""`, text "" and no
-        // finish (with the zero usage placeholder when include_usage is set), then the stream ends
-        // without `[DONE]`. Only the missing finish and `[DONE]` tell the client it failed.
-        const chunk = this.#envelope([{ text: '', index: 0, finish_reason: null }]);
-        chunk.model = '';
-        sink(this.#stringify(chunk));
-        return;
-      }
-    }
+    if (writeOpenAiStreamError(this.#flavor, error, sink)) return;
+    // Ollama: no error representation (wire-formats.md §6.4, §9): the native `{"error": …}` line is read
+    // as an empty generate response, so the client gets a chunk with `model: ""`, text "" and no finish
+    // (with the zero usage placeholder when include_usage is set), then the stream ends without `[DONE]`.
+    // Only the missing finish and `[DONE]` tell the client it failed.
+    const chunk = this.#envelope([{ text: '', index: 0, finish_reason: null }]);
+    chunk.model = '';
+    sink(this.#stringify(chunk));
   }
 
   #holdsText(): boolean {
@@ -351,10 +313,4 @@ function tgiFinishWord(finish: FinishEvent): string {
   if (finish.reason === 'length') return 'length';
   if (finish.stopSequence !== undefined) return 'stop_sequence';
   return 'eos_token';
-}
-
-function vllmErrorType(status: number): string {
-  if (status === 400) return 'BadRequestError';
-  if (status === 404) return 'NotFoundError';
-  return 'InternalServerError';
 }

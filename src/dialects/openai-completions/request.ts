@@ -1,60 +1,35 @@
 import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
 import { RequestError } from '../dialect.ts';
-import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
+import type { JsonRecord } from '../shared/json-fields.ts';
 import {
-  extraFields,
+  OPENAI_SAMPLING_FIELDS,
+  readExtraAndStreamOptions,
+  readOpenAiSampling,
+  writeOpenAiSampling,
+  writeStreamOptionsAndExtra,
+} from '../shared/openai-request-fields.ts';
+import {
+  dropUndefined,
   optionalBoolean,
   optionalNumber,
-  optionalStopList,
   optionalString,
   requireRecord,
 } from '../shared/request-fields.ts';
 
 /** Fields read into the normalized request (everything else travels in `extra`). */
-const KNOWN = new Set([
-  'model',
-  'prompt',
-  'stream',
-  'max_tokens',
-  'temperature',
-  'top_p',
-  'top_k',
-  'seed',
-  'stop',
-  'frequency_penalty',
-  'presence_penalty',
-  'stream_options',
-]);
+const KNOWN = new Set([...OPENAI_SAMPLING_FIELDS, 'prompt']);
 
 /** `POST /v1/completions` body -> normalized request. */
 export function openAiCompletionsFromBody(input: unknown): ChatRequest {
   const body = requireRecord(input);
   const request: ChatRequest = { prompt: parsePrompt(body.prompt) };
-  request.model = optionalString(body, 'model');
+  readOpenAiSampling(body, request);
   request.maxTokens = optionalNumber(body, 'max_tokens', { integer: true, min: 0 });
-  request.temperature = optionalNumber(body, 'temperature', { min: 0 });
-  request.topP = optionalNumber(body, 'top_p', { min: 0, max: 1 });
-  // vLLM takes -1 (and 0) for "no top-k".
-  request.topK = optionalNumber(body, 'top_k', { integer: true });
-  request.seed = optionalNumber(body, 'seed', { integer: true });
-  request.stop = optionalStopList(body, 'stop');
-  request.frequencyPenalty = optionalNumber(body, 'frequency_penalty');
-  request.presencePenalty = optionalNumber(body, 'presence_penalty');
-  request.stream = optionalBoolean(body, 'stream');
   // Completion-only fields with no normalized home: checked here, passed through in `extra`.
   optionalBoolean(body, 'echo');
   optionalNumber(body, 'logprobs', { integer: true, min: 0 });
   optionalString(body, 'suffix');
-  const extra = extraFields(body, KNOWN) ?? {};
-  const options = body.stream_options;
-  if (options !== undefined && options !== null) {
-    if (!isRecord(options))
-      throw new RequestError('stream_options must be an object', { field: 'stream_options' });
-    request.includeUsage = optionalBoolean(options, 'include_usage', 'stream_options.include_usage');
-    const rest = extraFields(options, new Set(['include_usage']));
-    if (rest !== undefined) extra.stream_options = rest;
-  }
-  if (Object.keys(extra).length > 0) request.extra = extra;
+  readExtraAndStreamOptions(body, request, KNOWN);
   return dropUndefined(request);
 }
 
@@ -87,26 +62,7 @@ export function openAiCompletionsToBody(request: ChatRequest): JsonRecord {
     prompt: request.prompt ?? renderPrompt(request),
     stream: true,
   };
-  if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
-  if (request.temperature !== undefined) body.temperature = request.temperature;
-  if (request.topP !== undefined) body.top_p = request.topP;
-  if (request.topK !== undefined) body.top_k = request.topK;
-  if (request.seed !== undefined) body.seed = request.seed;
-  if (request.stop !== undefined) body.stop = request.stop;
-  if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty;
-  if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty;
-  const extra = request.extra ?? {};
-  const passOptions = isRecord(extra.stream_options) ? extra.stream_options : undefined;
-  if (request.includeUsage !== undefined || passOptions !== undefined) {
-    const options: JsonRecord = { ...passOptions };
-    if (request.includeUsage !== undefined) options.include_usage = request.includeUsage;
-    body.stream_options = options;
-  }
-  for (const [key, value] of Object.entries(extra)) if (key !== 'stream_options') body[key] = value;
+  writeOpenAiSampling(request, body);
+  writeStreamOptionsAndExtra(request, body);
   return body;
-}
-
-function dropUndefined<T extends object>(value: T): T {
-  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
-  return value;
 }

@@ -20,12 +20,3 @@ export function recordField(record: JsonRecord, key: string): JsonRecord | undef
   const value = record[key];
   return isRecord(value) ? value : undefined;
 }
-
-/** Copies the defined entries of `source` into a fresh object, in order. */
-export function compact<T extends Record<string, unknown>>(source: T): Partial<T> {
-  const out: Partial<T> = {};
-  for (const key of Object.keys(source) as (keyof T)[]) {
-    if (source[key] !== undefined) out[key] = source[key];
-  }
-  return out;
-}

@@ -177,3 +177,9 @@ export function extraFields(
   }
   return extra;
 }
+
+/** Removes the keys whose value is undefined (optional fields are absent, not undefined). */
+export function dropUndefined<T extends object>(value: T): T {
+  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
+  return value;
+}

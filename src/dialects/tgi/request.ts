@@ -2,6 +2,7 @@ import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
 import { RequestError } from '../dialect.ts';
 import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
 import {
+  dropUndefined,
   extraFields,
   optionalBoolean,
   optionalNumber,
@@ -101,10 +102,5 @@ function strictlyPositive(parameters: JsonRecord, key: string, integer = false):
   const value = optionalNumber(parameters, key, { path, integer });
   if (value !== undefined && value <= 0)
     throw new RequestError(`${path} must be strictly positive`, { field: path });
-  return value;
-}
-
-function dropUndefined<T extends object>(value: T): T {
-  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
   return value;
 }

@@ -1,0 +1,117 @@
+import { unifyFinishReason } from '../../events/finish-reason.ts';
+import type { FinishEvent, StartEvent } from '../../events/stream-event.ts';
+import type { Frame } from '../../wire/frame.ts';
+import type { DialectDecoder, DialectId, Emit } from '../dialect.ts';
+import { errorFromPayload } from './error-payload.ts';
+import { isRecord, type JsonRecord, numberField, stringField } from './json-fields.ts';
+import { parseLlamacppTimings } from './llamacpp-timings.ts';
+import { isZeroUsage, parseOpenAiUsage } from './openai-usage.ts';
+import { parsePayload } from './parse-payload.ts';
+
+/**
+ * What `chat.completion.chunk` and `text_completion` streams share, from every server that writes them
+ * (vLLM, llama-server, TGI, Ollama's OpenAI layer): the `[DONE]` sentinel (checked before parsing: it is
+ * not JSON), errors inside the 200 in every shape (including old llama-server's `error:` line), the start
+ * metadata, choice 0 (the answer; `n > 1` is rare in streaming), the finish, usage (skipping the all-zero
+ * usage Ollama puts on every chunk) and llama-server's `timings`. Subclasses read a choice's content.
+ */
+export abstract class OpenAiChunkDecoder implements DialectDecoder {
+  /** A finish_reason arrived. */
+  protected finished = false;
+  readonly #dialect: DialectId;
+  #started = false;
+  #done = false;
+  #errored = false;
+
+  protected constructor(dialect: DialectId) {
+    this.#dialect = dialect;
+  }
+
+  get complete(): boolean {
+    return (this.finished || this.#done) && !this.#errored;
+  }
+
+  get terminated(): boolean {
+    return this.#done;
+  }
+
+  get sawTerminator(): boolean {
+    return this.#done;
+  }
+
+  frame(frame: Frame, emit: Emit): void {
+    const data = frame.data;
+    if (data === '[DONE]') {
+      this.#done = true;
+      this.atDone(emit);
+      return;
+    }
+    const payload = parsePayload(this.#dialect, data);
+    const error = errorFromPayload(payload, frame.legacyError === true);
+    if (error !== undefined || frame.event === 'error') {
+      this.#errored = true;
+      emit(error ?? { type: 'error', message: data });
+      return;
+    }
+    if (!this.#started) {
+      this.#started = true;
+      emit(startEvent(payload));
+    }
+    const choices = payload.choices;
+    if (Array.isArray(choices)) {
+      for (let i = 0; i < choices.length; i++) {
+        const choice: unknown = choices[i];
+        if (isRecord(choice) && (choice.index === undefined || choice.index === 0)) {
+          this.choice(choice, emit);
+          this.#finish(choice, emit);
+        }
+      }
+    }
+    const usage = payload.usage;
+    // vLLM writes `"usage":null` on every completions chunk (not a record: skipped); Ollama's OpenAI layer
+    // an all-zero usage on every chunk with choices when include_usage is set; the real one comes last.
+    if (isRecord(usage) && !(isZeroUsage(usage) && Array.isArray(choices) && choices.length > 0)) {
+      emit({ type: 'usage', usage: parseOpenAiUsage(usage) });
+    }
+    if (isRecord(payload.timings)) emit({ type: 'timings', timings: parseLlamacppTimings(payload.timings) });
+  }
+
+  end(emit: Emit): void {
+    this.atEnd(emit);
+  }
+
+  /** Reads the content of choice 0 (text, reasoning, tool-call fragments). */
+  protected abstract choice(choice: JsonRecord, emit: Emit): void;
+  /** Called just before the finish event (a chat decoder completes its tool calls here). */
+  protected beforeFinish(_emit: Emit): void {}
+  /** Called at `[DONE]`. */
+  protected atDone(_emit: Emit): void {}
+  /** Called at the end of the bytes. */
+  protected atEnd(_emit: Emit): void {}
+
+  #finish(choice: JsonRecord, emit: Emit): void {
+    const raw = choice.finish_reason;
+    // TGI completions and very old Ollama write `"finish_reason": ""` until the end: empty means not finished.
+    if (typeof raw !== 'string' || raw === '' || this.finished) return;
+    this.finished = true;
+    this.beforeFinish(emit);
+    const finish: FinishEvent = { type: 'finish', reason: unifyFinishReason(raw), raw };
+    // vLLM names the stop string that fired in `stop_reason` (an integer when it was a stop token).
+    if (typeof choice.stop_reason === 'string') finish.stopSequence = choice.stop_reason;
+    emit(finish);
+  }
+}
+
+function startEvent(payload: JsonRecord): StartEvent {
+  const start: StartEvent = { type: 'start' };
+  const id = stringField(payload, 'id');
+  const model = stringField(payload, 'model');
+  const created = numberField(payload, 'created');
+  const fingerprint = stringField(payload, 'system_fingerprint');
+  // TGI's chunk id is always "": no id at all.
+  if (id !== undefined && id !== '') start.id = id;
+  if (model !== undefined) start.model = model;
+  if (created !== undefined) start.created = created;
+  if (fingerprint !== undefined) start.systemFingerprint = fingerprint;
+  return start;
+}
