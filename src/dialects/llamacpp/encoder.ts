@@ -1,10 +1,10 @@
-import { mergeUsage } from '../../events/result.ts';
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
-import type { Timings, Usage } from '../../events/usage.ts';
+import type { Timings } from '../../events/usage.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
 import { llamacppJson } from '../shared/llamacpp-json.ts';
 import { llamacppTimingsObject } from '../shared/llamacpp-timings.ts';
+import { StreamTotals } from '../shared/stream-totals.ts';
 
 /**
  * Which llama-server to imitate on the native `/completion` stream (wire-formats.md §4.2):
@@ -50,9 +50,7 @@ export class LlamacppEncoder implements DialectEncoder {
   /** Partial events written: the server's `tokens_predicted` counter. */
   #predicted = 0;
   #hasNewLine = false;
-  #finish: FinishEvent | undefined;
-  #usage: Usage | undefined;
-  #timings: Timings | undefined;
+  readonly #totals = new StreamTotals();
 
   constructor(options: EncoderOptions = {}) {
     this.#flavor = options.flavor === 'legacy' ? 'legacy' : 'modern';
@@ -74,13 +72,9 @@ export class LlamacppEncoder implements DialectEncoder {
       case 'tool-call':
         return;
       case 'finish':
-        this.#finish = event;
-        return;
       case 'usage':
-        this.#usage = mergeUsage(this.#usage, event.usage);
-        return;
       case 'timings':
-        this.#timings = event.timings;
+        this.#totals.keep(event);
         return;
       case 'error':
         this.error(event, sink);
@@ -89,8 +83,9 @@ export class LlamacppEncoder implements DialectEncoder {
   }
 
   end(sink: FrameSink): void {
-    const stopType = stopTypeOf(this.#finish);
-    const timings = this.#timings === undefined ? undefined : this.#timingsObject(this.#timings);
+    const stopType = stopTypeOf(this.#totals.finish);
+    const timings =
+      this.#totals.timings === undefined ? undefined : this.#timingsObject(this.#totals.timings);
     // The end-of-sequence token, or the token that completed the stop word (never sent itself).
     if (stopType === 'eos' || stopType === 'word') {
       this.#partial('', this.#flavor === 'modern' ? timings : undefined, sink);
@@ -119,7 +114,7 @@ export class LlamacppEncoder implements DialectEncoder {
       stop: false,
       id_slot: -1,
       tokens_predicted: this.#predicted,
-      tokens_evaluated: this.#usage?.inputTokens ?? 0,
+      tokens_evaluated: this.#totals.usage?.inputTokens ?? 0,
     };
     if (timings !== undefined) event.timings = timings;
     sink(llamacppJson(event));
@@ -127,14 +122,14 @@ export class LlamacppEncoder implements DialectEncoder {
 
   #finalEvent(stopType: StopType, timings: JsonRecord | undefined): JsonRecord {
     const model = this.#model ?? 'unknown';
-    const usage = this.#usage;
+    const usage = this.#totals.usage;
     const output = usage?.outputTokens ?? this.#predicted;
     const input = usage?.inputTokens ?? 0;
     const raw = isRecord(usage?.raw) ? usage.raw : {};
     const tokensCached =
       typeof raw.tokens_cached === 'number' ? raw.tokens_cached : Math.max(0, input + output - 1);
     const truncated = typeof raw.truncated === 'boolean' ? raw.truncated : false;
-    const stoppingWord = stopType === 'word' ? (this.#finish?.stopSequence ?? '') : '';
+    const stoppingWord = stopType === 'word' ? (this.#totals.finish?.stopSequence ?? '') : '';
     if (this.#flavor === 'legacy') {
       const event: JsonRecord = {
         content: '',

@@ -1,5 +1,4 @@
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
-import type { Timings, Usage } from '../../events/usage.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import type { JsonRecord } from '../shared/json-fields.ts';
@@ -8,6 +7,7 @@ import { openAiFinishWord } from '../shared/openai-finish.ts';
 import { writeOpenAiStreamError } from '../shared/openai-stream-error.ts';
 import { openAiUsageObject } from '../shared/openai-usage.ts';
 import { randomAlphanumeric, randomHex } from '../shared/random-id.ts';
+import { StreamTotals } from '../shared/stream-totals.ts';
 
 /**
  * Which server's `chat.completion.chunk` stream to write. Each differs in key order, the role chunk,
@@ -43,9 +43,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
   #roleSent = false;
   /** vLLM text chunks up to the text (see `event`). */
   #textPrefix: string | undefined;
-  #finish: FinishEvent | undefined;
-  #usage: Usage | undefined;
-  #timings: Timings | undefined;
+  readonly #totals = new StreamTotals();
   readonly #streamedTools = new Set<number>();
   #toolCalls = 0;
 
@@ -118,13 +116,9 @@ export class OpenAiChatEncoder implements DialectEncoder {
         }
         return;
       case 'finish':
-        this.#finish = event;
-        return;
       case 'usage':
-        this.#usage = { ...this.#usage, ...event.usage };
-        return;
       case 'timings':
-        this.#timings = event.timings;
+        this.#totals.keep(event);
         return;
       case 'error':
         this.error(event, sink);
@@ -133,9 +127,9 @@ export class OpenAiChatEncoder implements DialectEncoder {
   }
 
   end(sink: FrameSink): void {
-    const finish = this.#finish;
-    const usage = this.#includeUsage ? this.#usage : undefined;
-    const timings = this.#flavor.startsWith('llamacpp') ? this.#timings : undefined;
+    const finish = this.#totals.finish;
+    const usage = this.#includeUsage ? this.#totals.usage : undefined;
+    const timings = this.#flavor.startsWith('llamacpp') ? this.#totals.timings : undefined;
     if (finish !== undefined) {
       // An answer with no content still opens with the role chunk on these servers.
       if (this.#flavor === 'vllm' || this.#flavor.startsWith('llamacpp')) this.#role(sink);

@@ -1,5 +1,4 @@
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
-import type { Timings, Usage } from '../../events/usage.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import type { JsonRecord } from '../shared/json-fields.ts';
@@ -8,6 +7,7 @@ import { openAiFinishWord } from '../shared/openai-finish.ts';
 import { writeOpenAiStreamError } from '../shared/openai-stream-error.ts';
 import { openAiUsageObject } from '../shared/openai-usage.ts';
 import { randomAlphanumeric, randomHex } from '../shared/random-id.ts';
+import { StreamTotals } from '../shared/stream-totals.ts';
 
 /**
  * Which server's `text_completion` stream to write (wire-formats.md §3.3, §4.4, §5.4, §6.5). They
@@ -52,9 +52,7 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
   #fingerprint: string | undefined;
   /** vLLM, TGI: the latest text piece, not written yet (it may belong on the finish chunk). */
   #pending: string | undefined;
-  #finish: FinishEvent | undefined;
-  #usage: Usage | undefined;
-  #timings: Timings | undefined;
+  readonly #totals = new StreamTotals();
 
   constructor(options: EncoderOptions = {}) {
     this.#flavor = (options.flavor ?? 'vllm') as OpenAiCompletionsFlavor;
@@ -87,13 +85,9 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
       case 'tool-call':
         return; // no place for them in a text_completion chunk
       case 'finish':
-        this.#finish = event;
-        return;
       case 'usage':
-        this.#usage = { ...this.#usage, ...event.usage };
-        return;
       case 'timings':
-        this.#timings = event.timings;
+        this.#totals.keep(event);
         return;
       case 'error':
         this.error(event, sink);
@@ -110,7 +104,7 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
   }
 
   end(sink: FrameSink): void {
-    const finish = this.#finish;
+    const finish = this.#totals.finish;
     switch (this.#flavor) {
       case 'vllm': {
         if (finish !== undefined) {
@@ -125,8 +119,8 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
         } else {
           this.flush(sink);
         }
-        if (this.#includeUsage && this.#usage !== undefined) {
-          sink(this.#stringify(this.#envelope([], openAiUsageObject(this.#usage, 'vllm'))));
+        if (this.#includeUsage && this.#totals.usage !== undefined) {
+          sink(this.#stringify(this.#envelope([], openAiUsageObject(this.#totals.usage, 'vllm'))));
         }
         break;
       }
@@ -136,9 +130,9 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
         if (finish !== undefined) {
           const chunk = this.#envelope(
             [{ text: '', index: 0, logprobs: null, finish_reason: openAiFinishWord(finish) }],
-            openAiUsageObject(this.#usage ?? {}, 'llamacpp'),
+            openAiUsageObject(this.#totals.usage ?? {}, 'llamacpp'),
           );
-          if (this.#timings !== undefined) chunk.timings = llamacppTimingsObject(this.#timings);
+          if (this.#totals.timings !== undefined) chunk.timings = llamacppTimingsObject(this.#totals.timings);
           sink(this.#stringify(chunk));
         }
         break;
@@ -161,7 +155,7 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
               model: this.#modelName(),
               system_fingerprint: this.#tgiFingerprint(),
               choices: [choice],
-              usage: openAiUsageObject(this.#usage ?? {}, 'standard'),
+              usage: openAiUsageObject(this.#totals.usage ?? {}, 'standard'),
             }),
           );
         } else {
@@ -176,10 +170,10 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
           last = this.#envelope([{ text: '', index: 0, finish_reason: openAiFinishWord(finish) }]);
           sink(this.#stringify(last));
         }
-        if (this.#includeUsage && this.#usage !== undefined) {
+        if (this.#includeUsage && this.#totals.usage !== undefined) {
           const chunk = last ?? this.#envelope([]);
           chunk.choices = [];
-          chunk.usage = openAiUsageObject(this.#usage, 'standard');
+          chunk.usage = openAiUsageObject(this.#totals.usage, 'standard');
           sink(this.#stringify(chunk));
         }
         break;

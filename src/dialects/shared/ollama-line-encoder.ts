@@ -1,12 +1,11 @@
-import { mergeUsage } from '../../events/result.ts';
-import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
-import type { Timings, Usage } from '../../events/usage.ts';
+import type { StreamEvent } from '../../events/stream-event.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import type { JsonRecord } from './json-fields.ts';
 import { ollamaCreatedAt } from './ollama-created-at.ts';
 import { ollamaToolCallObject } from './ollama-tool-calls.ts';
-import { mergeTimings, ollamaTrailerFields } from './ollama-trailer.ts';
+import { ollamaTrailerFields } from './ollama-trailer.ts';
+import { StreamTotals } from './stream-totals.ts';
 
 /** What one line carries: text (may be empty), or reasoning, or one whole tool call. */
 export interface OllamaLinePart {
@@ -37,9 +36,7 @@ export class OllamaLineEncoder implements DialectEncoder {
   readonly #shape: OllamaWriteShape;
   readonly #now: () => number;
   #model: string | undefined;
-  #finish: FinishEvent | undefined;
-  #usage: Usage | undefined;
-  #timings: Timings | undefined;
+  readonly #totals = new StreamTotals();
   /** After `end()` or `error()` the stream is over: nothing else is written. */
   #closed = false;
 
@@ -67,13 +64,9 @@ export class OllamaLineEncoder implements DialectEncoder {
         this.#line({ text: '', toolCall: ollamaToolCallObject(event) }, false, {}, sink);
         return;
       case 'finish':
-        this.#finish = event;
-        return;
       case 'usage':
-        this.#usage = mergeUsage(this.#usage, event.usage);
-        return;
       case 'timings':
-        this.#timings = mergeTimings(this.#timings, event.timings);
+        this.#totals.keep(event);
         return;
       case 'error':
         this.error(event, sink);
@@ -84,7 +77,7 @@ export class OllamaLineEncoder implements DialectEncoder {
   end(sink: FrameSink): void {
     if (this.#closed) return;
     const trailer = ollamaTrailerFields(
-      { finish: this.#finish, usage: this.#usage, timings: this.#timings },
+      { finish: this.#totals.finish, usage: this.#totals.usage, timings: this.#totals.timings },
       { context: this.#shape.context },
     );
     this.#line({ text: '' }, true, trailer, sink);

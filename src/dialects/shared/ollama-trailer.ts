@@ -140,12 +140,3 @@ function count(n: number | undefined): number | undefined {
 function putNonZero(fields: JsonRecord, key: string, value: number | undefined): void {
   if (value !== undefined && value !== 0) fields[key] = value;
 }
-
-/** Later timings refine earlier ones field by field (the encoders hold them until the `done` line). */
-export function mergeTimings(previous: Timings | undefined, next: Timings): Timings {
-  const merged: Timings = { ...previous };
-  for (const [key, value] of Object.entries(next) as [keyof Timings, unknown][]) {
-    if (value !== undefined) (merged as Record<string, unknown>)[key] = value;
-  }
-  return merged;
-}

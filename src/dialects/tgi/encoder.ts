@@ -1,7 +1,6 @@
-import { mergeUsage } from '../../events/result.ts';
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
-import type { Usage } from '../../events/usage.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
+import { StreamTotals } from '../shared/stream-totals.ts';
 
 /**
  * Which TGI to imitate on `/generate_stream` (wire-formats.md §5.1, §5.2):
@@ -44,8 +43,7 @@ export class TgiEncoder implements DialectEncoder {
   readonly #flavor: TgiFlavor;
   #index = 0;
   #text = '';
-  #finish: FinishEvent | undefined;
-  #usage: Usage | undefined;
+  readonly #totals = new StreamTotals();
 
   constructor(options: EncoderOptions = {}) {
     this.#flavor = options.flavor === 'legacy' ? 'legacy' : 'modern';
@@ -60,10 +58,9 @@ export class TgiEncoder implements DialectEncoder {
         sink(this.#tokenEvent({ id: 0, text: event.text }, false, null, null));
         return;
       case 'finish':
-        this.#finish = event;
-        return;
       case 'usage':
-        this.#usage = mergeUsage(this.#usage, event.usage);
+      case 'timings':
+        this.#totals.keep(event);
         return;
       case 'error':
         this.error(event, sink);
@@ -74,13 +71,13 @@ export class TgiEncoder implements DialectEncoder {
   }
 
   end(sink: FrameSink): void {
-    const reason = finishWord(this.#finish);
+    const reason = finishWord(this.#totals.finish);
     const eos = reason === 'eos_token';
     const token = eos ? EOS[this.#flavor] : { id: 0, text: '' };
-    const generatedTokens = this.#usage?.outputTokens ?? this.#index + 1;
+    const generatedTokens = this.#totals.usage?.outputTokens ?? this.#index + 1;
     const details =
       this.#flavor === 'modern'
-        ? `{"finish_reason":${JSON.stringify(reason)},"generated_tokens":${generatedTokens},"seed":null,"input_length":${this.#usage?.inputTokens ?? 0}}`
+        ? `{"finish_reason":${JSON.stringify(reason)},"generated_tokens":${generatedTokens},"seed":null,"input_length":${this.#totals.usage?.inputTokens ?? 0}}`
         : `{"finish_reason":${JSON.stringify(reason)},"generated_tokens":${generatedTokens},"seed":null}`;
     sink(this.#tokenEvent(token, eos, JSON.stringify(this.#text), details));
   }
