@@ -1,4 +1,5 @@
 import type { DialectId } from '../dialects/dialect.ts';
+import { openAiFinishWord } from '../dialects/shared/openai-finish.ts';
 import type { Result } from '../events/result.ts';
 
 /**
@@ -12,7 +13,8 @@ export function nonStreamBody(
   now: number,
 ): Record<string, unknown> {
   const created = Math.floor(now / 1000);
-  const finish = openAiFinish(result);
+  // Only complete answers get here, so the reason is never `error`; the raw word is not kept in a Result.
+  const finish = openAiFinishWord({ type: 'finish', reason: result.finishReason ?? 'stop', raw: null });
   const usage = {
     prompt_tokens: result.usage?.inputTokens ?? 0,
     completion_tokens: result.usage?.outputTokens ?? result.metrics.outputTokens ?? 0,
@@ -105,18 +107,5 @@ export function nonStreamBody(
           seed: null,
         },
       };
-  }
-}
-
-function openAiFinish(result: Result): string {
-  switch (result.finishReason) {
-    case 'length':
-      return 'length';
-    case 'tool-calls':
-      return 'tool_calls';
-    case 'content-filter':
-      return 'content_filter';
-    default:
-      return 'stop';
   }
 }
