@@ -72,12 +72,23 @@ const NEVER_ABORTED = new AbortController().signal;
  * a timeout, an abort, a server error event, bad framing or a malformed payload all resolve to a
  * Result with `complete: false`, the reason, and the partial text — never presented as finished.
  */
-export async function runStream(
+export function runStream(
   input: StreamRequest,
   options: StreamOptions = {},
   hooks: RunHooks = {},
 ): Promise<Result> {
-  const prepared = prepareRequest(input, options.lastEventId);
+  let prepared: PreparedRequest;
+  try {
+    prepared = prepareRequest(input, options.lastEventId);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  // The suspended frame of `run` outlives the request by the whole stream: it gets only what it reads,
+  // not the caller's request (its body object and headers).
+  return run(prepared, options, hooks);
+}
+
+async function run(prepared: PreparedRequest, options: StreamOptions, hooks: RunHooks): Promise<Result> {
   const now = options.now ?? (() => performance.now());
   const metrics = new MetricsRecorder(now);
   // AbortControllers and Requests are costly in Node 20 (each signal is made transferable): only the
@@ -114,7 +125,7 @@ export async function runStream(
   );
 
   const fetchFn = options.fetch ?? globalThis.fetch;
-  let response: Response;
+  let response: Response | undefined;
   const init: RequestInit = { method: prepared.method, headers: prepared.headers, signal };
   if (prepared.body !== undefined) init.body = prepared.body;
   // A fetch that takes (url, init) itself (node/node-http-fetch.ts) gets them as they are; any other gets
@@ -148,6 +159,8 @@ export async function runStream(
   }
 
   const reader = new StreamReader(prepared, response, options, hooks, metrics, deadlines, now);
+  // The reader lets the Response go once it has its body: an open stream holds no Response.
+  response = undefined;
   try {
     await reader.read(signal);
   } finally {
@@ -182,7 +195,8 @@ class StreamReader {
   #contentType: string | null = null;
   readonly #cumulative: CumulativeTextFilter | undefined;
   readonly #prepared: PreparedRequest;
-  readonly #response: Response;
+  /** Until reading starts: then only the body is kept. */
+  #response: Response | undefined;
   readonly #options: StreamOptions;
   readonly #hooks: RunHooks;
   readonly #metrics: MetricsRecorder;
@@ -237,33 +251,12 @@ class StreamReader {
   }
 
   async read(signal: AbortSignal): Promise<void> {
-    const body = this.#response.body;
-    if (body === null) {
-      this.#eof = true;
-      return;
-    }
-    const contentType = this.#response.headers.get('content-type');
-    const announced = framingOfContentType(contentType);
-    if (
-      announced === undefined &&
-      contentType !== null &&
-      /json/i.test(contentType) &&
-      !/ndjson|jsonl/i.test(contentType)
-    ) {
-      const text = await readBounded(this.#response, this.#options.maxLineBytes ?? 1024 * 1024);
-      this.#fail(
-        'malformed',
-        'not-streaming',
-        `the server answered with one JSON document (Content-Type: ${contentType}) instead of a stream: ` +
-          `streaming was not enabled or this endpoint does not stream. Body: ${snippet(text)}`,
-      );
-      return;
-    }
-    this.#announced = announced;
-    this.#contentType = contentType;
-    const push = pushSourceOf(body);
-    if (push !== undefined) await this.#readPushed(push, signal);
-    else await this.#readPulled(body, signal);
+    // Taken in a method of its own, so this frame (suspended for the whole stream) holds only the source.
+    const source = this.#takeBody();
+    if (source === undefined) return;
+    if (source.kind === 'one-document') return this.#oneDocument(source.response, source.contentType);
+    if (source.kind === 'push') await this.#readPushed(source.push, signal);
+    else await this.#readPulled(source.body, signal);
     if (this.#head !== undefined && this.#eof && this.#wire === undefined) this.#start(this.#head);
     if (this.#wire !== undefined && this.#failure === undefined) {
       try {
@@ -275,6 +268,45 @@ class StreamReader {
         this.#decodeFailure(error);
       }
     }
+  }
+
+  /** The response's body as a push source or a stream; the Response itself is let go. */
+  #takeBody():
+    | { kind: 'push'; push: PushSource }
+    | { kind: 'pulled'; body: ReadableStream<Uint8Array> }
+    | { kind: 'one-document'; response: Response; contentType: string }
+    | undefined {
+    const response = this.#response!;
+    this.#response = undefined;
+    const body = response.body;
+    if (body === null) {
+      this.#eof = true;
+      return undefined;
+    }
+    const contentType = response.headers.get('content-type');
+    const announced = framingOfContentType(contentType);
+    if (
+      announced === undefined &&
+      contentType !== null &&
+      /json/i.test(contentType) &&
+      !/ndjson|jsonl/i.test(contentType)
+    ) {
+      return { kind: 'one-document', response, contentType };
+    }
+    this.#announced = announced;
+    this.#contentType = contentType;
+    const push = pushSourceOf(body);
+    return push !== undefined ? { kind: 'push', push } : { kind: 'pulled', body };
+  }
+
+  async #oneDocument(response: Response, contentType: string): Promise<void> {
+    const text = await readBounded(response, this.#options.maxLineBytes ?? 1024 * 1024);
+    this.#fail(
+      'malformed',
+      'not-streaming',
+      `the server answered with one JSON document (Content-Type: ${contentType}) instead of a stream: ` +
+        `streaming was not enabled or this endpoint does not stream. Body: ${snippet(text)}`,
+    );
   }
 
   /** Reads a Web Streams body: one awaited read per chunk. */
@@ -452,7 +484,7 @@ class StreamReader {
     }
     const found = detectDialect({
       path: new URL(this.#prepared.url).pathname,
-      contentType: this.#response.headers.get('content-type') ?? undefined,
+      contentType: this.#contentType ?? undefined,
       payload,
     });
     if (found === undefined || found.dialect.framing !== this.#framing) {

@@ -122,7 +122,7 @@ export interface Dialect {
   readonly paths: readonly string[];
   /** Encoder flavors this dialect can imitate; the first is the default. */
   readonly flavors: readonly string[];
-  /** Response headers the real server sends for a stream (per flavor). */
+  /** Response headers the real server sends for a stream (per flavor); a fresh object each call. */
   responseHeaders(flavor?: string): Record<string, string>;
   createDecoder(options?: DecoderOptions): DialectDecoder;
   createEncoder(options?: EncoderOptions): DialectEncoder;

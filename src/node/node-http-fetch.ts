@@ -59,6 +59,18 @@ export function createNodeHttpFetch(
       headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
     if (signal?.aborted === true) throw abortError(signal);
     return new Promise<Response>((resolve, reject) => {
+      // The request's listeners outlive the promise: they reach it only through `pending`, dropped once
+      // it settles, so an open stream does not hold its fetch promise and the Response it resolved with.
+      let pending: { resolve: (response: Response) => void; reject: (error: unknown) => void } | undefined = {
+        resolve,
+        reject,
+      };
+      const settle = () => {
+        const settled = pending;
+        pending = undefined;
+        return settled;
+      };
+      const fail = (error: unknown) => settle()?.reject(error);
       const outgoing = httpRequest(
         {
           host: url.hostname,
@@ -76,7 +88,7 @@ export function createNodeHttpFetch(
           const status = incoming.statusCode ?? 502;
           const nullBody = status === 204 || status === 304 || method === 'HEAD';
           if (nullBody) incoming.resume();
-          resolve(
+          settle()?.resolve(
             new Response(nullBody ? null : pushableBody(incoming, () => outgoing.destroy()), {
               status,
               statusText: incoming.statusMessage ?? '',
@@ -89,13 +101,13 @@ export function createNodeHttpFetch(
         const onAbort = () => {
           const error = abortError(signal);
           outgoing.destroy(error);
-          reject(error);
+          fail(error);
         };
         signal.addEventListener('abort', onAbort, { once: true });
         outgoing.on('close', () => signal.removeEventListener('abort', onAbort));
       }
       outgoing.on('socket', (socket) => socket.setNoDelay(true));
-      outgoing.on('error', reject);
+      outgoing.on('error', fail);
       outgoing.end(body);
     });
   };

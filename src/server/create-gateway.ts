@@ -251,7 +251,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (scope.format === 'text') {
       return new Response(`[tokenwire: error: ${message}]\n`, {
         status,
-        headers: { ...PLAIN_TEXT_HEADERS, 'cache-control': 'no-store' },
+        headers: Object.assign({}, PLAIN_TEXT_HEADERS, { 'cache-control': 'no-store' }),
       });
     }
     const error = dialect.errorResponse({ status, message, errorType });
@@ -292,6 +292,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   ): Record<string, unknown> {
     // The gateway always asks for usage: it counts tokens even for clients that did not ask for them.
     if (incoming.id === upstreamDialect.id) {
+      // Spread, not Object.assign: a client's own `__proto__` key stays a key, never a prototype.
       const out: Record<string, unknown> = { ...body };
       if (upstreamDialect.id !== 'tgi') out.stream = true;
       if (upstreamDialect.id === 'openai-chat' || upstreamDialect.id === 'openai-completions') {
@@ -301,7 +302,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       return out;
     }
-    return upstreamDialect.toRequestBody({ ...request, includeUsage: true, extra: undefined });
+    return upstreamDialect.toRequestBody(
+      Object.assign({}, request, { includeUsage: true, extra: undefined }),
+    );
   }
 
   /** Every dialect route: the request id, the span, then the request itself. */
@@ -398,7 +401,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       body: sent,
       // With tracing on, the upstream continues the trace from the gateway's upstream span. The
       // upstream's own credentials win over anything a client sent.
-      headers: { ...forwarded, ...trace?.startUpstream(), ...upstream.headers },
+      headers: Object.assign(forwarded, trace?.startUpstream(), upstream.headers),
     };
     const runOptions = {
       fetch: upstream.fetch,
@@ -417,12 +420,12 @@ export function createGateway(options: GatewayOptions): Gateway {
         const ttftMs = result.metrics.ttftMs;
         if (!result.complete) {
           const outcome: StreamOutcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
-          metrics.streams.inc({ ...labels, outcome });
+          metrics.streams.inc(Object.assign({}, labels, { outcome }));
           const message = `the upstream stream was incomplete: ${redactUrls(result.error?.message ?? result.incomplete ?? '')}`;
-          done(scope, { ...base, status: 502, outcome, result, endState: outcome, ttftMs });
+          done(scope, Object.assign({}, base, { status: 502, outcome, result, endState: outcome, ttftMs }));
           return errorResponse(dialect, scope, 502, message, 'upstream_error');
         }
-        metrics.streams.inc({ ...labels, outcome: 'completed' });
+        metrics.streams.inc(Object.assign({}, labels, { outcome: 'completed' as const }));
         if (result.truncated) metrics.truncated.inc(labels);
         done(scope, {
           ...base,
@@ -437,7 +440,15 @@ export function createGateway(options: GatewayOptions): Gateway {
         return Response.json(tgiRoot ? [answer] : answer);
       } catch (error) {
         const response = upstreamFailure(dialect, scope, labels, error);
-        done(scope, { ...base, status: response.status, outcome: 'error', error, endState: 'error' });
+        done(
+          scope,
+          Object.assign({}, base, {
+            status: response.status,
+            outcome: 'error' as const,
+            error,
+            endState: 'error' as const,
+          }),
+        );
         return response;
       } finally {
         request.signal.removeEventListener('abort', onClientGone);
@@ -487,13 +498,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     clientSignal.addEventListener('abort', clientGone, { once: true });
     const headers: Record<string, string> =
       scope.format === 'text'
-        ? { ...PLAIN_TEXT_HEADERS, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
-        : {
-            ...dialect.responseHeaders(flavor),
+        ? Object.assign({}, PLAIN_TEXT_HEADERS, { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' })
+        : Object.assign(dialect.responseHeaders(flavor), {
             'cache-control': 'no-cache',
             'x-accel-buffering': 'no',
             'x-tokenwire-stream-id': streamId!,
-          };
+          });
     if (relay.sse) {
       await store.open(streamId!, {
         dialect: dialect.id,
@@ -511,16 +521,19 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (prompt !== '') relay.event({ type: 'text', text: prompt });
     }
 
-    let headersSeen: () => void = () => {};
-    const upstreamHeaders = new Promise<void>((resolve) => {
-      headersSeen = resolve;
-    });
     active.add(entry);
     metrics.active.add(labels, 1);
+    // One handler on the run for the whole stream (every extra then/race/finally stays attached to each
+    // open stream). Until the response is returned, a failure is early: it goes back as an HTTP error.
+    let responded = false;
+    let early: unknown;
+    let wake: (() => void) | undefined;
     const run = runStream(
       target,
       // An error status is not "ready": the run rejects with it right after, and it is passed on as such.
-      { ...runOptions, onResponse: (response) => (response.ok ? headersSeen() : undefined) },
+      Object.assign({}, runOptions, {
+        onResponse: (response: Response) => (response.ok ? wake?.() : undefined),
+      }),
       {
         onEvent: (event) => {
           if (event.type === 'error') return; // written once, as the stream's ending
@@ -538,37 +551,15 @@ export function createGateway(options: GatewayOptions): Gateway {
         backpressure: () => relay.backpressure(),
       },
     );
-    run.catch(() => {});
-
-    // Pass the upstream's own HTTP errors on as such when they come quickly; never wait for a token.
-    let early: unknown;
-    let waitTimer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      upstreamHeaders,
-      run.then(
-        () => {},
-        (error: unknown) => {
-          early = error ?? new Error('upstream failed');
-        },
-      ),
-      new Promise<void>((resolve) => {
-        waitTimer = setTimeout(resolve, headersWaitMs);
-      }),
-    ]);
-    clearTimeout(waitTimer);
-    if (early !== undefined) {
-      finish(entry, labels);
-      if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
-      clientSignal.removeEventListener('abort', clientGone);
-      const response = upstreamFailure(dialect, scope, labels, early);
-      done(scope, { ...base, status: response.status, outcome: 'error', error: early, endState: 'error' });
-      return response;
-    }
-
     const streamLog = relay.sse ? streamId : undefined;
-    run
-      .then(
-        (result) => {
+    const ended = () => {
+      if (detachTimer !== undefined) clearTimeout(detachTimer);
+      clientSignal.removeEventListener('abort', clientGone);
+      finish(entry, labels);
+    };
+    run.then(
+      (result) => {
+        try {
           trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - startedAt);
           coalescer?.flush();
           relay.flushEncoder();
@@ -600,46 +591,85 @@ export function createGateway(options: GatewayOptions): Gateway {
             closing = 'failed';
           }
           if (relay.sse) store.close(streamId!, closing).catch(() => {});
-          metrics.streams.inc({ ...labels, outcome });
+          metrics.streams.inc(Object.assign({}, labels, { outcome }));
           countTokens(labels, result);
           const ttftMs = firstContentAt === undefined ? undefined : firstContentAt - startedAt;
           if (ttftMs !== undefined) metrics.ttft.observe(labels, ttftMs / 1000);
           metrics.interChunk.observeEach(labels, result.metrics.interChunkMs, 1 / 1000);
           metrics.duration.observe(labels, (now() - startedAt) / 1000);
-          done(scope, {
-            ...base,
-            status: 200,
-            outcome,
-            result,
-            endState,
-            ttftMs,
-            firstContentAt,
-            streamId: streamLog,
-          });
-        },
-        (error: unknown) => {
+          done(
+            scope,
+            Object.assign({}, base, {
+              status: 200,
+              outcome,
+              result,
+              endState,
+              ttftMs,
+              firstContentAt,
+              streamId: streamLog,
+            }),
+          );
+        } finally {
+          ended();
+        }
+      },
+      (error: unknown) => {
+        if (!responded) {
+          early = error ?? new Error('upstream failed');
+          wake?.();
+          return;
+        }
+        try {
           coalescer?.flush();
           relay.fail({
             message: `upstream ${upstream.name}: ${redactUrls(errorMessage(error))}`,
             status: 502,
           });
           if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
-          metrics.streams.inc({ ...labels, outcome: 'error' });
-          done(scope, {
-            ...base,
-            status: 200,
-            outcome: 'error',
-            error,
-            endState: 'error',
-            streamId: streamLog,
-          });
-        },
-      )
-      .finally(() => {
-        if (detachTimer !== undefined) clearTimeout(detachTimer);
-        clientSignal.removeEventListener('abort', clientGone);
-        finish(entry, labels);
+          metrics.streams.inc(Object.assign({}, labels, { outcome: 'error' as const }));
+          done(
+            scope,
+            Object.assign({}, base, {
+              status: 200,
+              outcome: 'error' as const,
+              error,
+              endState: 'error' as const,
+              streamId: streamLog,
+            }),
+          );
+        } finally {
+          ended();
+        }
+      },
+    );
+
+    // Pass the upstream's own HTTP errors on as such when they come quickly; never wait for a token.
+    if (early === undefined) {
+      let waitTimer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        waitTimer = setTimeout(resolve, headersWaitMs);
       });
+      clearTimeout(waitTimer);
+      wake = undefined;
+    }
+    if (early !== undefined) {
+      finish(entry, labels);
+      if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
+      clientSignal.removeEventListener('abort', clientGone);
+      const response = upstreamFailure(dialect, scope, labels, early);
+      done(
+        scope,
+        Object.assign({}, base, {
+          status: response.status,
+          outcome: 'error' as const,
+          error: early,
+          endState: 'error' as const,
+        }),
+      );
+      return response;
+    }
+    responded = true;
 
     return new Response(relay.body, { status: 200, headers });
   }
@@ -653,7 +683,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     const output = result.usage?.outputTokens ?? result.metrics.outputTokens;
     if (output !== undefined && output > 0) {
       metrics.outputTokens.inc(
-        { ...labels, source: result.usage?.outputTokens === undefined ? 'estimate' : 'server' },
+        Object.assign({}, labels, {
+          source: result.usage?.outputTokens === undefined ? 'estimate' : 'server',
+        }),
         output,
       );
     }
@@ -665,7 +697,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     labels: Record<string, string>,
     error: unknown,
   ): Response {
-    metrics.streams.inc({ ...labels, outcome: 'error' });
+    metrics.streams.inc(Object.assign({}, labels, { outcome: 'error' as const }));
     if (error instanceof HttpError) {
       // 4xx are the client's to fix and pass through; anything else is a bad gateway.
       const status = error.status >= 400 && error.status < 500 ? error.status : 502;
@@ -825,9 +857,10 @@ function randomStreamId(): string {
     randomPool = crypto.getRandomValues(new Uint8Array(4096));
     randomAt = 0;
   }
-  let out = '';
-  for (let i = 0; i < 9; i++) out += HEX[randomPool[randomAt + i]!];
+  // Joined, not `+=`: a `+=` chain leaves a rope of 8 cons strings that every open stream holds.
+  const parts: string[] = [];
+  for (let i = 0; i < 9; i++) parts.push(HEX[randomPool[randomAt + i]!]!);
   randomAt += 9;
-  return out;
+  return parts.join('');
 }
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));

@@ -178,8 +178,13 @@ export function extraFields(
   return extra;
 }
 
-/** Removes the keys whose value is undefined (optional fields are absent, not undefined). */
+/**
+ * A copy without the keys whose value is undefined (optional fields are absent, not undefined). A copy,
+ * not `delete`: deleting turns an object into a dictionary (about 1 KiB more per request, held by every
+ * open stream; measured with bench/heap-snapshot-top.ts).
+ */
 export function dropUndefined<T extends object>(value: T): T {
-  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
-  return value;
+  const kept: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) if (field !== undefined) kept[key] = field;
+  return kept as T;
 }
