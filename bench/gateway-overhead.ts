@@ -285,6 +285,8 @@ export interface GatewayBenchOptions {
   /** Streams run one after another per client at level 1 (more TTFT samples). */
   sequentialAtOne?: number | undefined;
   idleStreams?: number | undefined;
+  /** Fresh proxy processes per route for the idle-memory figure (default 3; the median counts). */
+  idleRepeats?: number | undefined;
   /** Only these routes (ids); `direct` is always run, as every "added" figure needs it. */
   routes?: readonly string[] | undefined;
   /** Write a heap snapshot of each proxy holding its idle streams here (diagnosis). */
@@ -302,12 +304,16 @@ export interface GatewayReport {
   maxTokens: number;
   tokensPerSecond: number;
   cells: CellResult[];
+  idleRepeats: number;
   idle: {
     route: string;
     streams: number;
     opened: number;
+    /** Medians over the repeats. */
     rssPerStreamBytes: number;
     heapPerStreamBytes: number;
+    rss: Spread;
+    heap: Spread;
   }[];
   wallSeconds: number;
 }
@@ -322,6 +328,7 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
   const maxTokensAt1000 = Math.min(maxTokens, 12);
   const sequentialAtOne = options.sequentialAtOne ?? 12;
   const idleStreams = options.idleStreams ?? 1000;
+  const idleRepeats = options.idleRepeats ?? 3;
   const tokensPerSecond = 50;
   const log = options.log ?? (() => {});
 
@@ -402,56 +409,38 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
     }
 
     // Idle memory, each route in a fresh proxy process (a process that relayed 1000 active streams
-    // keeps that memory, which would hide what idle streams cost).
-    const idle: GatewayReport['idle'] = [];
-    for (const route of routes) {
-      if (route.via === 'direct' || idleStreams === 0) continue;
-      const fresh = await start('gateway-proxy.js', [route.via, upstream.url]);
-      const agent = newAgent();
-      try {
-        const url = new URL(fresh.url);
-        for (let i = 0; i < 4; i++) {
-          await Promise.all(
-            Array.from(
-              { length: 10 },
-              (_, j) => openStream(url, route, `warm-${route.id}-${i}-${j}`, 2, agent).done,
-            ),
-          );
-        }
-        const base = await ask<Sample>(fresh.child, { gc: true }, 'rss');
-        const streams = Array.from({ length: idleStreams }, (_, i) =>
-          openStream(url, route, `idle-${route.id}-${i}`, maxTokens, agent, 'ttft=60000'),
-        );
-        await Promise.all(streams.map((s) => s.headers));
-        await delay(1000);
-        const open = await ask<Sample>(fresh.child, { gc: true }, 'rss');
-        if (options.snapshotDir !== undefined) {
-          await ask(
-            fresh.child,
-            { snapshot: `${options.snapshotDir}/idle-${route.id}.heapsnapshot` },
-            'snapshotFile',
-          );
-        }
-        const opened = streams.filter((s) => s.isOpen()).length;
-        for (const s of streams) s.destroy();
-        await Promise.all(streams.map((s) => s.done));
-        idle.push({
-          route: route.id,
-          streams: idleStreams,
-          opened,
-          rssPerStreamBytes: (open.rss - base.rss) / idleStreams,
-          heapPerStreamBytes: (open.heapUsed - base.heapUsed) / idleStreams,
-        });
+    // keeps that memory, which would hide what idle streams cost). RSS moves by several KiB per stream
+    // from one process to the next (which pages the allocators happen to keep), so each route is
+    // measured `idleRepeats` times, routes interleaved, and the median is what counts.
+    const idleRoutes = routes.filter((route) => route.via !== 'direct');
+    const idleSamples = new Map<string, { rss: number[]; heap: number[]; opened: number[] }>(
+      idleRoutes.map((route) => [route.id, { rss: [], heap: [], opened: [] }]),
+    );
+    for (let repeat = 0; idleStreams > 0 && repeat < idleRepeats; repeat++) {
+      for (const route of idleRoutes) {
+        const one = await measureIdle(route, upstream.url, idleStreams, maxTokens, options.snapshotDir);
+        const samples = idleSamples.get(route.id)!;
+        samples.rss.push(one.rssPerStreamBytes);
+        samples.heap.push(one.heapPerStreamBytes);
+        samples.opened.push(one.opened);
         log(
-          `idle ${route.id}: ${fmt((open.rss - base.rss) / idleStreams / 1024, 1)} KiB RSS per stream (${opened} open)`,
+          `idle ${route.id} (${repeat + 1}/${idleRepeats}): ${fmt(one.rssPerStreamBytes / 1024, 1)} KiB RSS per stream (${one.opened} open)`,
         );
-      } finally {
-        agent.destroy();
-        await stop(fresh.child);
+        await delay(500);
+        await ask(upstream.child, { take: true }, 'logs');
       }
-      await delay(500);
-      await ask(upstream.child, { take: true }, 'logs');
     }
+    const idle: GatewayReport['idle'] = [...idleSamples]
+      .filter(([, samples]) => samples.rss.length > 0)
+      .map(([route, samples]) => ({
+        route,
+        streams: idleStreams,
+        opened: Math.min(...samples.opened),
+        rssPerStreamBytes: median(samples.rss),
+        heapPerStreamBytes: median(samples.heap),
+        rss: spread(samples.rss),
+        heap: spread(samples.heap),
+      }));
     return {
       levels,
       sequentialAtOne,
@@ -460,6 +449,7 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
       tokensPerSecond,
       routes: routes.map((r) => r.id),
       cells,
+      idleRepeats,
       idle,
       wallSeconds: (Date.now() - began) / 1000,
     };
@@ -528,6 +518,50 @@ export function summarize(report: GatewayReport): RouteLevel[] {
 }
 
 /** The Markdown section (tables, then the per-target verdicts are made by run-all). */
+/** One fresh proxy process holding `streams` idle streams: RSS and heap per stream after a full GC. */
+async function measureIdle(
+  route: Route,
+  upstreamUrl: string,
+  streams: number,
+  maxTokens: number,
+  snapshotDir: string | undefined,
+): Promise<{ rssPerStreamBytes: number; heapPerStreamBytes: number; opened: number }> {
+  const fresh = await start('gateway-proxy.js', [route.via, upstreamUrl]);
+  const agent = newAgent();
+  try {
+    const url = new URL(fresh.url);
+    for (let i = 0; i < 4; i++) {
+      await Promise.all(
+        Array.from(
+          { length: 10 },
+          (_, j) => openStream(url, route, `warm-${route.id}-${i}-${j}`, 2, agent).done,
+        ),
+      );
+    }
+    const base = await ask<Sample>(fresh.child, { gc: true }, 'rss');
+    const open = Array.from({ length: streams }, (_, i) =>
+      openStream(url, route, `idle-${route.id}-${i}`, maxTokens, agent, 'ttft=60000'),
+    );
+    await Promise.all(open.map((s) => s.headers));
+    await delay(1000);
+    const held = await ask<Sample>(fresh.child, { gc: true }, 'rss');
+    if (snapshotDir !== undefined) {
+      await ask(fresh.child, { snapshot: `${snapshotDir}/idle-${route.id}.heapsnapshot` }, 'snapshotFile');
+    }
+    const opened = open.filter((s) => s.isOpen()).length;
+    for (const s of open) s.destroy();
+    await Promise.all(open.map((s) => s.done));
+    return {
+      rssPerStreamBytes: (held.rss - base.rss) / streams,
+      heapPerStreamBytes: (held.heapUsed - base.heapUsed) / streams,
+      opened,
+    };
+  } finally {
+    agent.destroy();
+    await stop(fresh.child);
+  }
+}
+
 export function gatewayMarkdown(report: GatewayReport): string {
   const rows = summarize(report);
   const find = (route: string, level: number) => rows.find((r) => r.route === route && r.level === level)!;
@@ -551,18 +585,19 @@ export function gatewayMarkdown(report: GatewayReport): string {
   }
   lines.push(
     '',
-    `RSS per open idle stream (${report.idle[0]?.streams ?? 0} streams held before their first token, in a fresh proxy process warmed up with 40 short streams; proxy RSS and heap after a full GC, minus before):`,
+    `RSS per open idle stream (${report.idle[0]?.streams ?? 0} streams held before their first token, in a fresh proxy process warmed up with 40 short streams; proxy RSS and heap after a full GC, minus before; median (min–max) of ${report.idleRepeats} fresh processes per route, routes interleaved):`,
     '',
-    '| route | RSS KiB/stream | heap KiB/stream | streams open when measured |',
+    '| route | RSS KiB/stream | heap KiB/stream | streams open when measured (fewest) |',
     '|---|---:|---:|---:|',
   );
   for (const idle of report.idle) {
-    lines.push(
-      `| ${label(idle.route)} | ${fmt(idle.rssPerStreamBytes / 1024, 1)} | ${fmt(idle.heapPerStreamBytes / 1024, 1)} | ${idle.opened} |`,
-    );
+    lines.push(`| ${label(idle.route)} | ${kib(idle.rss)} | ${kib(idle.heap)} | ${idle.opened} |`);
   }
   return lines.join('\n');
 }
+
+const kib = (bytes: Spread) =>
+  `${fmt(bytes.median / 1024, 1)} (${fmt(bytes.min / 1024, 1)}–${fmt(bytes.max / 1024, 1)})`;
 
 export { median };
 
@@ -581,6 +616,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       .filter((n) => n > 0),
     rounds: rounds === undefined ? undefined : Number(rounds),
     idleStreams: flag('--idle') === undefined ? undefined : Number(flag('--idle')),
+    idleRepeats: flag('--idle-repeats') === undefined ? undefined : Number(flag('--idle-repeats')),
     routes: flag('--routes')?.split(','),
     snapshotDir: flag('--heap-snapshot-dir'),
     proxyFlags:
