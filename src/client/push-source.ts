@@ -17,8 +17,14 @@ export interface PushSubscription {
   /** Stop delivering chunks until `resume` (backpressure). */
   pause(): void;
   resume(): void;
-  /** Stop for good and release the connection. */
+  /** Stop for good and release the connection (an abort: the server must see it). */
   cancel(reason?: unknown): void;
+  /**
+   * The reader has what it needs (the stream's terminal event came): no more chunks are delivered, but
+   * the source may read the rest of the body, briefly, so the connection can be kept for the next
+   * request instead of closed. Optional: without it the reader cancels.
+   */
+  finish?(): void;
 }
 
 export interface PushSource {

@@ -354,7 +354,10 @@ class StreamReader {
         chunk: (bytes) => {
           if (settled) return;
           if (!this.#chunk(bytes)) {
-            subscription.cancel();
+            // After the terminal event the connection is still good: let the source keep it.
+            if (this.#decoder?.terminated === true && subscription.finish !== undefined)
+              subscription.finish();
+            else subscription.cancel();
             finish();
             return;
           }

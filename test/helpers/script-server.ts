@@ -31,6 +31,8 @@ export interface RecordedRequest {
 export interface ScriptServer {
   url: string;
   requests: RecordedRequest[];
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ export async function scriptServer(
 ): Promise<ScriptServer> {
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
+  let accepted = 0;
   const server = createServer(async (req, res) => {
     const startedAt = performance.now();
     let body = '';
@@ -68,6 +71,7 @@ export async function scriptServer(
     finished = true;
   });
   server.on('connection', (socket) => {
+    accepted += 1;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -76,6 +80,7 @@ export async function scriptServer(
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    connections: () => accepted,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

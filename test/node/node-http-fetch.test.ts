@@ -26,6 +26,31 @@ describe('createNodeHttpFetch', () => {
     assert.equal(server.requests[0]!.headers['x-request-id'], 'r1');
   });
 
+  it('keeps the connection for the next request once the terminal event came', async () => {
+    const server = await scriptServer({ steps: [{ write: fixture }] });
+    servers.push(server);
+    const fetchFn = createNodeHttpFetch();
+    for (let i = 0; i < 3; i++) {
+      const result = await complete({ url: `${server.url}/v1/chat/completions`, body }, { fetch: fetchFn });
+      assert.equal(result.complete, true);
+    }
+    assert.equal(server.requests.length, 3);
+    assert.equal(server.connections(), 1);
+  });
+
+  it('cuts a connection whose body never ends after the terminal event, the answer still complete', async () => {
+    const server = await scriptServer({ steps: [{ write: fixture }, { hang: true }] });
+    servers.push(server);
+    const result = await complete(
+      { url: `${server.url}/v1/chat/completions`, body },
+      { fetch: createNodeHttpFetch({ finishDrainMs: 50 }) },
+    );
+    assert.equal(result.complete, true);
+    assert.equal(result.text, 'Hi there');
+    await server.requests[0]!.closed;
+    assert.ok(server.requests[0]!.closedEarlyAtMs !== undefined, 'the server saw the connection close');
+  });
+
   it('gives a standard ReadableStream to anyone else, and one consumer only', async () => {
     const server = await scriptServer({ steps: [{ write: fixture }] });
     servers.push(server);
