@@ -1,11 +1,18 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-request.ts';
 import { WHOLE_BODY } from '../server/read-body.ts';
 import { directBodyOf } from '../server/response-output.ts';
+import { NodeRequestHeaders } from './node-request-headers.ts';
 
-/** A web-standard handler: the gateway and the simulator are both this. */
+/**
+ * A web-standard handler: the gateway and the simulator are both this. A handler marked with
+ * TAKES_INCOMING_REQUEST (the gateway) gets the lighter IncomingRequest instead of a Request when the
+ * body is small enough to read whole (server/incoming-request.ts).
+ */
 export type FetchHandler = (request: Request) => Promise<Response> | Response;
+type IncomingHandler = (request: IncomingRequest) => Promise<Response> | Response;
 
 export interface ServeOptions {
   /** Default 127.0.0.1: nothing listens beyond loopback unless asked. */
@@ -34,9 +41,10 @@ export interface ServedHandler {
  */
 export function serve(handler: FetchHandler, options: ServeOptions = {}): Promise<ServedHandler> {
   const host = options.host ?? '127.0.0.1';
+  const light = takesIncomingRequest(handler);
   const sockets = new Set<Socket>();
   const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, (req, res) => {
-    handle(handler, req, res, host).catch((error: unknown) => {
+    handle(handler, light, req, res, host).catch((error: unknown) => {
       options.onError?.(error);
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -77,6 +85,7 @@ const BUFFERED_BODY_BYTES = 8 * 1024 * 1024;
 
 async function handle(
   handler: FetchHandler,
+  light: boolean,
   req: IncomingMessage,
   res: ServerResponse,
   host: string,
@@ -86,28 +95,19 @@ async function handle(
     if (!res.writableFinished) controller.abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
-  // Pairs, not a Headers built by append: undici converts either, and pairs cost a fifth less.
-  const raw = req.rawHeaders;
-  const headers: [string, string][] = [];
-  for (let i = 0; i < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);
   const method = req.method ?? 'GET';
-  const init: RequestInit & { duplex?: 'half' } = { method, headers, signal: controller.signal };
+  const url = `http://${req.headers.host ?? host}${req.url ?? '/'}`;
   let whole: Uint8Array | undefined;
+  let streamed = false;
   if (method !== 'GET' && method !== 'HEAD') {
     const length = Number(req.headers['content-length']);
-    if (Number.isInteger(length) && length <= BUFFERED_BODY_BYTES) {
-      // A JSON request is small: read it whole rather than through a Web Streams adapter.
-      whole = await readWhole(req);
-      init.body = whole;
-    } else {
-      init.body = Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>;
-      init.duplex = 'half';
-    }
+    // A JSON request is small: read it whole rather than through a Web Streams adapter.
+    if (Number.isInteger(length) && length <= BUFFERED_BODY_BYTES) whole = await readWhole(req);
+    else streamed = true;
   }
-  const request = new Request(`http://${req.headers.host ?? host}${req.url ?? '/'}`, init);
-  // The bytes are already here: the gateway reads them without the Request's stream (server/read-body.ts).
-  if (whole !== undefined) (request as unknown as Record<symbol, unknown>)[WHOLE_BODY] = whole;
-  const response = await handler(request);
+  const response = await (light && !streamed
+    ? (handler as IncomingHandler)(lightRequest(method, url, req, controller.signal, whole))
+    : handler(standardRequest(method, url, req, controller.signal, whole, streamed)));
   const outHeaders: Record<string, string | string[]> = {};
   response.headers.forEach((value, key) => {
     if (key === 'set-cookie') return;
@@ -156,6 +156,52 @@ async function handle(
   } finally {
     controller.signal.removeEventListener('abort', stop);
   }
+}
+
+/**
+ * What a handler marked TAKES_INCOMING_REQUEST gets: method, URL, the headers as node:http parsed them,
+ * the client's signal and the bytes — no Request, AbortSignal follower, body stream or header checks.
+ */
+function lightRequest(
+  method: string,
+  url: string,
+  req: IncomingMessage,
+  signal: AbortSignal,
+  whole: Uint8Array | undefined,
+): IncomingRequest {
+  const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array } = {
+    method,
+    url,
+    headers: new NodeRequestHeaders(req.headers),
+    signal,
+    body: null,
+  };
+  if (whole !== undefined) request[WHOLE_BODY] = whole;
+  return request;
+}
+
+function standardRequest(
+  method: string,
+  url: string,
+  req: IncomingMessage,
+  signal: AbortSignal,
+  whole: Uint8Array | undefined,
+  streamed: boolean,
+): Request {
+  // Pairs, not a Headers built by append: undici converts either, and pairs cost a fifth less.
+  const raw = req.rawHeaders;
+  const headers: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);
+  const init: RequestInit & { duplex?: 'half' } = { method, headers, signal };
+  if (whole !== undefined) init.body = whole;
+  else if (streamed) {
+    init.body = Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>;
+    init.duplex = 'half';
+  }
+  const request = new Request(url, init);
+  // The bytes are already here: the gateway reads them without the Request's stream (server/read-body.ts).
+  if (whole !== undefined) (request as unknown as Record<symbol, unknown>)[WHOLE_BODY] = whole;
+  return request;
 }
 
 function readWhole(req: IncomingMessage): Promise<Uint8Array> {

@@ -14,6 +14,7 @@ import {
   type GatewayTelemetryOptions,
   type RequestTelemetry,
 } from './gateway-telemetry.ts';
+import { type IncomingRequest, markTakesIncomingRequest, toRequest } from './incoming-request.ts';
 import { MemoryResumeStore } from './memory-resume-store.ts';
 import { ollamaTags, openAiModelList } from './model-lists.ts';
 import { nonStreamBody } from './non-stream-response.ts';
@@ -73,7 +74,8 @@ export interface GatewayOptions {
 }
 
 export interface Gateway {
-  fetch(request: Request): Promise<Response>;
+  /** Takes a standard Request, or the lighter IncomingRequest a server adapter may build (node/serve.ts). */
+  fetch(request: IncomingRequest): Promise<Response>;
   readonly metrics: GatewayMetrics;
   /** Streams being relayed now. */
   activeStreams(): number;
@@ -308,7 +310,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   /** Every dialect route: the request id, the span, then the request itself. */
-  async function handleRoute(dialect: Dialect, request: Request, url: URL, path: string, tgiRoot: boolean) {
+  async function handleRoute(
+    dialect: Dialect,
+    request: IncomingRequest,
+    url: URL,
+    path: string,
+    tgiRoot: boolean,
+  ) {
     const requestId = requestIdFor(request.headers);
     let trace: RequestTelemetry | undefined;
     if (telemetry !== undefined) {
@@ -332,7 +340,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   async function handleStream(
     dialect: Dialect,
-    request: Request,
+    request: IncomingRequest,
     url: URL,
     scope: Scope,
     tgiRoot: boolean,
@@ -733,7 +741,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function resume(
     dialect: Dialect,
     lastEventId: string,
-    request: Request,
+    request: IncomingRequest,
     scope: Scope,
   ): Promise<Response> {
     if (scope.format === 'text') return reject(dialect, scope, 400, 'a plain-text stream cannot be resumed');
@@ -769,7 +777,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     return [...names];
   }
 
-  async function handle(request: Request): Promise<Response> {
+  async function handle(request: IncomingRequest): Promise<Response> {
     const url = new URL(request.url);
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const dialect = routes.get(path);
@@ -794,7 +802,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           return Response.json(ollamaTags(listModels()));
       }
     }
-    const fallback = await options.fallback?.(request);
+    const fallback = options.fallback === undefined ? undefined : await options.fallback(toRequest(request));
     if (fallback !== undefined) return fallback;
     return Response.json(
       { error: { message: `no route for ${request.method} ${path}`, type: 'not_found_error' } },
@@ -805,7 +813,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     metrics,
     activeStreams: () => active.size,
-    fetch: async (request) => {
+    fetch: markTakesIncomingRequest(async (request: IncomingRequest) => {
       try {
         return await handle(request);
       } catch (error) {
@@ -814,7 +822,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           { status: 500 },
         );
       }
-    },
+    }),
     close: async () => {
       closing = true;
       if (ticker !== undefined) clearInterval(ticker);

@@ -22,6 +22,7 @@ import {
 import type { DialectId } from '../dialects/dialect.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
+import type { IncomingHeaders, IncomingRequest } from './incoming-request.ts';
 import { type EndState, redactUrls } from './request-log.ts';
 import type { Upstream } from './upstream.ts';
 
@@ -127,8 +128,8 @@ function w3cTraceContext(api: OtelApi): TextMapPropagator {
 }
 
 const headersGetter = {
-  get: (carrier: Headers, key: string) => carrier.get(key) ?? undefined,
-  keys: (carrier: Headers) => [...carrier.keys()],
+  get: (carrier: IncomingHeaders, key: string) => carrier.get(key) ?? undefined,
+  keys: (carrier: IncomingHeaders) => [...carrier.keys()],
 };
 const recordSetter = {
   set: (carrier: Record<string, string>, key: string, value: string) => {
@@ -168,7 +169,7 @@ export class GatewayTelemetry {
   }
 
   /** A request's telemetry, or undefined when the API could not be loaded. */
-  start(request: Request, path: string, requestId: string): RequestTelemetry | undefined {
+  start(request: IncomingRequest, path: string, requestId: string): RequestTelemetry | undefined {
     const api = this.#api;
     if (api === undefined || this.#tracer === undefined || this.#instruments === undefined) return undefined;
     const propagator = this.#propagator(api);

@@ -2,6 +2,12 @@ import type { Dialect } from '../dialects/dialect.ts';
 import { dialectForPath, getDialect } from '../dialects/registry.ts';
 import { createGateway, type Gateway, type GatewayOptions } from './create-gateway.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
+import {
+  type IncomingRequest,
+  markTakesIncomingRequest,
+  takesIncomingRequest,
+  toRequest,
+} from './incoming-request.ts';
 import { SecretRedactor, upstreamSecrets } from './secret-redactor.ts';
 import type { FetchLike } from './upstream.ts';
 
@@ -32,7 +38,7 @@ export interface GuardOptions {
 
 /** A fetch handler with the guard's live count of generation requests. */
 export interface GuardedHandler {
-  (request: Request): Promise<Response>;
+  (request: IncomingRequest): Promise<Response>;
   /** Generation requests being served now (what `maxStreams` limits). */
   inFlight(): number;
 }
@@ -53,13 +59,22 @@ const encoder = new TextEncoder();
  * route's; the OpenAI shape elsewhere). Static pages (`GET` of anything but the API) and `/healthz`
  * stay open so the playground and load-balancer probes work.
  */
-export function guardGateway(handler: FetchLike, options: GuardOptions = {}): GuardedHandler {
+export function guardGateway(
+  handler: FetchLike | ((request: IncomingRequest) => Promise<Response>),
+  options: GuardOptions = {},
+): GuardedHandler {
   const keyDigests = Promise.all((options.apiKeys ?? []).filter((k) => k !== '').map(sha256));
   const requireKey = (options.apiKeys ?? []).some((k) => k !== '');
   const maxStreams = options.maxStreams;
   const retryAfter = String(options.retryAfterSeconds ?? 1);
   const origins = new Set(options.corsOrigins ?? []);
   const redactor = new SecretRedactor(options.secrets ?? []);
+  const takesIncoming = takesIncomingRequest(handler);
+  // A handler that wants a standard Request gets one (the guard itself reads only IncomingRequest's part).
+  const inner = (request: IncomingRequest): Promise<Response> | Response =>
+    takesIncoming
+      ? (handler as (request: IncomingRequest) => Promise<Response>)(request)
+      : (handler as FetchLike)(toRequest(request));
   let inFlight = 0;
 
   function refuse(dialect: Dialect | undefined, status: number, message: string, errorType: string) {
@@ -71,7 +86,7 @@ export function guardGateway(handler: FetchLike, options: GuardOptions = {}): Gu
     });
   }
 
-  async function keyMatches(request: Request): Promise<boolean> {
+  async function keyMatches(request: IncomingRequest): Promise<boolean> {
     const presented = presentedKey(request);
     if (presented === undefined) return false;
     // Fixed-length digests: the comparison takes the same time whatever the key's length or content,
@@ -86,7 +101,7 @@ export function guardGateway(handler: FetchLike, options: GuardOptions = {}): Gu
     return matched === 1;
   }
 
-  const guarded = async (request: Request): Promise<Response> => {
+  const guarded = async (request: IncomingRequest): Promise<Response> => {
     const url = new URL(request.url);
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const origin = request.headers.get('origin');
@@ -114,7 +129,7 @@ export function guardGateway(handler: FetchLike, options: GuardOptions = {}): Gu
 
     const generation = generationDialect(request.method, path);
     const api = generation !== undefined || isApiRequest(request.method, path);
-    if (!api) return finish(await handler(request), allowedOrigin ? origin : undefined, undefined);
+    if (!api) return finish(await inner(request), allowedOrigin ? origin : undefined, undefined);
 
     const dialect = generation;
     if (crossOrigin && !allowedOrigin) {
@@ -136,7 +151,7 @@ export function guardGateway(handler: FetchLike, options: GuardOptions = {}): Gu
       return withCors(response, allowedOrigin ? origin : undefined);
     }
     if (generation === undefined)
-      return finish(await handler(request), allowedOrigin ? origin : undefined, undefined);
+      return finish(await inner(request), allowedOrigin ? origin : undefined, undefined);
 
     if (maxStreams !== undefined && inFlight >= maxStreams) {
       const response = refuse(
@@ -160,7 +175,7 @@ export function guardGateway(handler: FetchLike, options: GuardOptions = {}): Gu
     request.signal.addEventListener('abort', release, { once: true });
     let response: Response;
     try {
-      response = await handler(request);
+      response = await inner(request);
     } catch (error) {
       release();
       throw error;
@@ -180,6 +195,8 @@ export function guardGateway(handler: FetchLike, options: GuardOptions = {}): Gu
     return withCors(copy(response, body), corsOrigin);
   }
 
+  // The guard reads only what an IncomingRequest has: it takes one when the handler it guards does.
+  if (takesIncoming) markTakesIncomingRequest(guarded);
   return Object.assign(guarded, { inFlight: () => inFlight });
 }
 
@@ -234,7 +251,7 @@ function hostOf(origin: string): string | undefined {
   }
 }
 
-function presentedKey(request: Request): string | undefined {
+function presentedKey(request: IncomingRequest): string | undefined {
   const authorization = request.headers.get('authorization');
   if (authorization !== null) {
     const match = /^Bearer\s+(.+)$/i.exec(authorization.trim());

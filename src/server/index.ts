@@ -12,6 +12,13 @@ export type { StreamOutcome } from './gateway-metrics.ts';
 export { GatewayMetrics } from './gateway-metrics.ts';
 export type { GuardedGateway, GuardedHandler, GuardOptions } from './guard-gateway.ts';
 export { createGuardedGateway, guardGateway } from './guard-gateway.ts';
+export type { IncomingHeaders, IncomingRequest } from './incoming-request.ts';
+export {
+  markTakesIncomingRequest,
+  TAKES_INCOMING_REQUEST,
+  takesIncomingRequest,
+  toRequest,
+} from './incoming-request.ts';
 export type { MemoryResumeStoreOptions } from './memory-resume-store.ts';
 export { MemoryResumeStore } from './memory-resume-store.ts';
 export type {

@@ -1,5 +1,6 @@
 import { TokenwireError } from '../errors.ts';
 import { concatBytes } from '../wire/concat-bytes.ts';
+import type { IncomingRequest } from './incoming-request.ts';
 
 export class BodyError extends TokenwireError {
   readonly status: number;
@@ -11,12 +12,11 @@ export class BodyError extends TokenwireError {
 }
 
 /** Reads a JSON request body, refusing more than `limit` bytes (413) and anything but JSON (400). */
-export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+export async function readJsonBody(request: IncomingRequest, limit: number): Promise<unknown> {
   const declared = Number(request.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > limit) {
     throw new BodyError(413, 'body-too-large', `the request body is larger than the limit of ${limit} bytes`);
   }
-  if (request.body === null) throw new BodyError(400, 'invalid-json', 'the request needs a JSON body');
   // A server adapter that already holds the whole body passes its bytes along (node/serve.ts): no need
   // to read them back through the Request's stream.
   const whole = (request as unknown as Record<symbol, unknown>)[WHOLE_BODY];
@@ -30,6 +30,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
     }
     return parseJsonBytes(whole);
   }
+  if (request.body === null) throw new BodyError(400, 'invalid-json', 'the request needs a JSON body');
   const reader = request.body.getReader();
   const parts: Uint8Array[] = [];
   let size = 0;

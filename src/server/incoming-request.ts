@@ -1,0 +1,49 @@
+import { WHOLE_BODY } from './read-body.ts';
+
+/** The part of `Headers` the gateway reads. A standard `Headers` is one. */
+export interface IncomingHeaders {
+  get(name: string): string | null;
+  has(name: string): boolean;
+  keys(): Iterable<string>;
+}
+
+/**
+ * The part of a `Request` the gateway reads: a standard Request is one. A server adapter that owns the
+ * socket (node/serve.ts) passes a lighter object instead, when the handler says it takes one
+ * (TAKES_INCOMING_REQUEST): building a Request costs an AbortSignal, a body stream and the header
+ * checks — about 0.3 ms of the gateway's time before the upstream request leaves at 1 stream (measured
+ * with hrtime marks in the bench's gateway process; bench/RESULTS.md has the TTFT figures).
+ */
+export interface IncomingRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHeaders;
+  /** Aborts when the client goes away. */
+  readonly signal: AbortSignal;
+  /** Null for a light request: its bytes, read in full, are under WHOLE_BODY. */
+  readonly body: ReadableStream<Uint8Array> | null;
+}
+
+/** Marks a fetch handler that takes an IncomingRequest, not only a Request. */
+export const TAKES_INCOMING_REQUEST: unique symbol = Symbol.for('tokenwire.takes-incoming-request') as never;
+
+export function takesIncomingRequest(handler: unknown): boolean {
+  return (handler as Record<symbol, unknown> | null)?.[TAKES_INCOMING_REQUEST] === true;
+}
+
+/** Marks `handler` as taking IncomingRequests; returns it. */
+export function markTakesIncomingRequest<T extends object>(handler: T): T {
+  (handler as Record<symbol, unknown>)[TAKES_INCOMING_REQUEST] = true;
+  return handler;
+}
+
+/** A standard Request for code that needs one (a user's fallback handler): built only then. */
+export function toRequest(request: IncomingRequest): Request {
+  if (request instanceof Request) return request;
+  const headers: [string, string][] = [];
+  for (const name of request.headers.keys()) headers.push([name, request.headers.get(name) ?? '']);
+  const init: RequestInit = { method: request.method, headers, signal: request.signal };
+  const whole = (request as unknown as Record<symbol, unknown>)[WHOLE_BODY];
+  if (whole instanceof Uint8Array && request.method !== 'GET' && request.method !== 'HEAD') init.body = whole;
+  return new Request(request.url, init);
+}
