@@ -62,6 +62,20 @@ export class ResponseOutput {
   /** `onGone`: the client stopped reading (disconnect or cancel), before the end. */
   constructor(onGone: () => void) {
     this.#onGone = onGone;
+  }
+
+  /**
+   * The body for the Response; taken once, before anyone reads it. Built on first use, not in the
+   * constructor: a ReadableStream costs tens of µs in Node 20, and the gateway takes the body only after
+   * the upstream request has left (this object is made before it, on the path that delays TTFT).
+   */
+  get body(): ReadableStream<Uint8Array> {
+    if (this.#mode === 'direct') throw new TypeError('this response body was already taken directly');
+    this.#body ??= this.#createBody();
+    return this.#body;
+  }
+
+  #createBody(): ReadableStream<Uint8Array> {
     const body = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
@@ -99,13 +113,7 @@ export class ResponseOutput {
       },
     };
     (body as unknown as Record<symbol, unknown>)[DIRECT_BODY] = direct;
-    this.#body = body;
-  }
-
-  /** The body for the Response; taken once, before anyone reads it. */
-  get body(): ReadableStream<Uint8Array> {
-    if (this.#body === undefined) throw new TypeError('this response body was already taken directly');
-    return this.#body;
+    return body;
   }
 
   /** The client is gone: nothing written reaches anyone. */
