@@ -8,6 +8,7 @@ import { createWorkload, type Prompt, parsePrompts, type Workload } from '../../
 import type { TimeoutOptions } from '../../client/timeouts.ts';
 import { DIALECT_IDS, type DialectId } from '../../dialects/dialect.ts';
 import { getDialect } from '../../dialects/registry.ts';
+import { createNodeHttpFetch } from '../../node/node-http-fetch.ts';
 import { type ServedHandler, serve } from '../../node/serve.ts';
 import { createSim } from '../../sim/create-sim.ts';
 import { BENCH_HELP, type BenchConfig, defaultRequests, parseBenchArgs } from '../bench/bench-options.ts';
@@ -87,7 +88,7 @@ async function resolveTarget(config: BenchConfig): Promise<ResolvedTarget> {
       config.sim.ttftMs === undefined ? '' : `, TTFT ${config.sim.ttftMs} ms`
     }`;
     return {
-      target: { url, dialect, headers: config.headers },
+      target: { url, dialect, headers: config.headers, fetch: benchFetch() },
       model: config.model ?? 'sim',
       served,
       description: `-> the built-in simulator (${speed}) at ${url}, served by this process (${dialect})`,
@@ -108,10 +109,19 @@ async function resolveTarget(config: BenchConfig): Promise<ResolvedTarget> {
   }
   const shown = safeUrl(endpoint.url);
   return {
-    target: { url: endpoint.url, dialect: endpoint.dialect, headers: config.headers },
+    target: { url: endpoint.url, dialect: endpoint.dialect, headers: config.headers, fetch: benchFetch() },
     model: endpoint.model,
     description: `-> ${shown} (${endpoint.dialect}${endpoint.model === undefined ? '' : `, model ${endpoint.model}`})`,
   };
+}
+
+/**
+ * The load's fetch: node:http with keep-alive for http: URLs (https: falls back to the global fetch).
+ * The bench's own allocations are what make its schedule late under load (young-generation GC pauses,
+ * bench/RESULTS.md section 3); undici's fetch and Web Streams allocate several times more per chunk.
+ */
+function benchFetch(): BenchTarget['fetch'] {
+  return createNodeHttpFetch();
 }
 
 async function runLevels(
