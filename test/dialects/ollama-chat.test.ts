@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { DialectError, RequestError } from '../../src/dialects/dialect.ts';
 import { ollamaChat } from '../../src/dialects/ollama-chat/index.ts';
 import { ollamaCreatedAt } from '../../src/dialects/shared/ollama-created-at.ts';
@@ -91,6 +92,28 @@ describe('ollama-chat encoder', () => {
     assert.equal(ollamaCreatedAt(base + 999), '2026-01-01T00:00:00.999Z');
     // A high-resolution clock's fraction of a millisecond becomes nanoseconds.
     assert.equal(ollamaCreatedAt(base + 0.25), '2026-01-01T00:00:00.00025Z');
+  });
+
+  it('formats created_at as a direct formatting would, whatever the order of clock readings', () => {
+    // The reference: the whole time formatted from scratch (the encoder caches the seconds part).
+    const reference = (ms: number) => {
+      const whole = Math.floor(ms) + (Math.round((ms - Math.floor(ms)) * 1e6) >= 1e6 ? 1 : 0);
+      const nanos = Math.round((ms - Math.floor(ms)) * 1e6) % 1e6;
+      const iso = new Date(whole).toISOString();
+      const fraction = `${iso.slice(20, 23)}${String(nanos).padStart(6, '0')}`.replace(/0+$/, '');
+      return `${iso.slice(0, 19)}${fraction === '' ? '' : `.${fraction}`}Z`;
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.double({ min: -1e12, max: 4e12, noNaN: true, noDefaultInfinity: true }), {
+          maxLength: 20,
+        }),
+        (readings) => {
+          for (const ms of readings) assert.equal(ollamaCreatedAt(ms), reference(ms));
+          for (const ms of readings) assert.equal(ollamaCreatedAt(ms + 1), reference(ms + 1));
+        },
+      ),
+    );
   });
 
   it('writes a mid-stream error as one Go-escaped {"error"} line and nothing after it', () => {

@@ -12,9 +12,19 @@ export function ollamaCreatedAt(ms: number): string {
     whole += 1;
     subMillisecondNanos -= 1e6;
   }
-  const date = new Date(whole);
-  const seconds = date.toISOString().slice(0, 19);
-  const nanos = date.getUTCMilliseconds() * 1e6 + subMillisecondNanos;
-  if (nanos === 0) return `${seconds}Z`;
-  return `${seconds}.${String(nanos).padStart(9, '0').replace(/0+$/, '')}Z`;
+  // Every chunk of an Ollama stream is stamped: the date-and-seconds part is formatted once per second.
+  const second = Math.floor(whole / 1000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 19);
+  }
+  const nanos = (whole - second * 1000) * 1e6 + subMillisecondNanos;
+  if (nanos === 0) return `${cachedPrefix}Z`;
+  const digits = String(nanos).padStart(9, '0');
+  let end = digits.length;
+  while (digits.charCodeAt(end - 1) === 48) end -= 1; // trailing zeros of the fraction
+  return `${cachedPrefix}.${digits.slice(0, end)}Z`;
 }
+
+let cachedSecond = Number.NaN;
+let cachedPrefix = '';
