@@ -20,13 +20,13 @@ import { ollamaTags, openAiModelList } from './model-lists.ts';
 import { nonStreamBody } from './non-stream-response.ts';
 import { type OutputFormat, outputFormat } from './output-format.ts';
 import { PLAIN_TEXT_HEADERS, PlainTextRelay } from './plain-text-relay.ts';
-import { labelSet } from './prometheus.ts';
 import { BodyError, readJsonBody } from './read-body.ts';
 import { readStreamExtensions } from './read-stream-extensions.ts';
 import { requestIdFor } from './request-id.ts';
 import { type EndState, type LogLevel, levelOf, logs, type RequestLog, redactUrls } from './request-log.ts';
 import { parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
 import { resumedBody } from './resumed-body.ts';
+import { RouteLabelSets } from './route-label-sets.ts';
 import { StreamRelay } from './stream-relay.ts';
 import { pickUpstreamDialect, type Upstream } from './upstream.ts';
 
@@ -149,6 +149,7 @@ interface Done {
 export function createGateway(options: GatewayOptions): Gateway {
   if (options.upstreams.length === 0) throw new TypeError('createGateway needs at least one upstream');
   const metrics = new GatewayMetrics();
+  const labelSets = new RouteLabelSets();
   const now = options.now ?? (() => performance.now());
   const store = options.resumeStore ?? new MemoryResumeStore();
   const keepaliveMs = options.keepaliveMs ?? 15000;
@@ -377,7 +378,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     // TGI and llama-server requests name no model: they mean the one the server runs.
     if (chat.model === undefined && upstream.models?.[0] !== undefined) chat.model = upstream.models[0];
     const upstreamDialect = getDialect(pickUpstreamDialect(upstream, dialect.id, chat));
-    const labels = labelsFor(dialect.id, upstream.name);
+    const labels = labelSets.of(dialect.id, upstream.name);
     metrics.requests.inc(labels);
     // TGI's `POST /` streams only with `stream: true`; its /generate_stream always streams. Plain text
     // always streams: that is what it is for.
@@ -429,12 +430,12 @@ export function createGateway(options: GatewayOptions): Gateway {
         const ttftMs = result.metrics.ttftMs;
         if (!result.complete) {
           const outcome: StreamOutcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
-          metrics.streams.inc(withLabel(labels, 'outcome', outcome));
+          metrics.streams.inc(labelSets.with(labels, 'outcome', outcome));
           const message = `the upstream stream was incomplete: ${redactUrls(result.error?.message ?? result.incomplete ?? '')}`;
           done(scope, Object.assign({}, base, { status: 502, outcome, result, endState: outcome, ttftMs }));
           return errorResponse(dialect, scope, 502, message, 'upstream_error');
         }
-        metrics.streams.inc(withLabel(labels, 'outcome', 'completed'));
+        metrics.streams.inc(labelSets.with(labels, 'outcome', 'completed'));
         if (result.truncated) metrics.truncated.inc(labels);
         done(scope, {
           ...base,
@@ -600,7 +601,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             closing = 'failed';
           }
           if (relay.sse) store.close(streamId!, closing).catch(() => {});
-          metrics.streams.inc(withLabel(labels, 'outcome', outcome));
+          metrics.streams.inc(labelSets.with(labels, 'outcome', outcome));
           countTokens(labels, result);
           const ttftMs = firstContentAt === undefined ? undefined : firstContentAt - startedAt;
           if (ttftMs !== undefined) metrics.ttft.observe(labels, ttftMs / 1000);
@@ -635,7 +636,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             status: 502,
           });
           if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
-          metrics.streams.inc(withLabel(labels, 'outcome', 'error'));
+          metrics.streams.inc(labelSets.with(labels, 'outcome', 'error'));
           done(
             scope,
             Object.assign({}, base, {
@@ -683,31 +684,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     return new Response(relay.body, { status: 200, headers });
   }
 
-  /** One frozen label set per route and upstream (and per outcome or source): see prometheus.ts labelSet. */
-  const labelSets = new Map<string, Readonly<Record<string, string>>>();
-  function labelsFor(route: string, upstreamName: string): Readonly<Record<string, string>> {
-    const key = `${route}\u0000${upstreamName}`;
-    let set = labelSets.get(key);
-    if (set === undefined) {
-      set = labelSet({ route, upstream: upstreamName });
-      labelSets.set(key, set);
-    }
-    return set;
-  }
-  function withLabel(
-    labels: Readonly<Record<string, string>>,
-    name: string,
-    value: string,
-  ): Readonly<Record<string, string>> {
-    const key = `${labels.route}\u0000${labels.upstream}\u0000${name}\u0000${value}`;
-    let set = labelSets.get(key);
-    if (set === undefined) {
-      set = labelSet({ ...labels, [name]: value });
-      labelSets.set(key, set);
-    }
-    return set;
-  }
-
   function finish(entry: ActiveStream, labels: Readonly<Record<string, string>>): void {
     if (active.delete(entry)) metrics.active.add(labels, -1);
   }
@@ -717,7 +693,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const output = result.usage?.outputTokens ?? result.metrics.outputTokens;
     if (output !== undefined && output > 0) {
       metrics.outputTokens.inc(
-        withLabel(labels, 'source', result.usage?.outputTokens === undefined ? 'estimate' : 'server'),
+        labelSets.with(labels, 'source', result.usage?.outputTokens === undefined ? 'estimate' : 'server'),
         output,
       );
     }
@@ -729,7 +705,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     labels: Record<string, string>,
     error: unknown,
   ): Response {
-    metrics.streams.inc(withLabel(labels, 'outcome', 'error'));
+    metrics.streams.inc(labelSets.with(labels, 'outcome', 'error'));
     if (error instanceof HttpError) {
       // 4xx are the client's to fix and pass through; anything else is a bad gateway.
       const status = error.status >= 400 && error.status < 500 ? error.status : 502;
