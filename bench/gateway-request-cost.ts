@@ -5,7 +5,7 @@
  * same Request and Response objects alone. A profiling aid, not in RESULTS.md:
  * `node .build/bench/gateway-request-cost.js [requests]` (add --cpu-prof to see where it goes).
  */
-import { FETCH_TAKES_INIT, PUSH_SOURCE, type PushSink } from '../src/client/push-source.ts';
+import { FETCH_TAKES_INIT, PUSH_ONLY, PUSH_SOURCE, type PushSink } from '../src/client/push-source.ts';
 import { NodeRequestHeaders } from '../src/node/node-request-headers.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
 import type { IncomingRequest } from '../src/server/incoming-request.ts';
@@ -18,9 +18,9 @@ const upstreamBody = new TextEncoder().encode(
   `${chunk('{"role":"assistant","content":""}', null)}${chunk('{"content":"Hi"}', null)}${chunk('{"content":""}', 'length')}data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\n\ndata: [DONE]\n\n`,
 );
 
-function pushResponse(): Response {
-  const stream = new ReadableStream<Uint8Array>({}, { highWaterMark: 0 });
-  (stream as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = {
+/** As createNodeHttpFetch answers: with PUSH_ONLY, no body stream and the source on the Response. */
+function pushResponse(pushOnly: boolean): Response {
+  const source = {
     subscribe(sink: PushSink) {
       queueMicrotask(() => {
         sink.chunk(upstreamBody);
@@ -29,9 +29,18 @@ function pushResponse(): Response {
       return { pause() {}, resume() {}, cancel() {} };
     },
   };
-  return new Response(stream, { headers: [['content-type', 'text/event-stream']] });
+  const headers: [string, string][] = [['content-type', 'text/event-stream']];
+  if (pushOnly) {
+    const response = new Response(null, { headers });
+    (response as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
+    return response;
+  }
+  const stream = new ReadableStream<Uint8Array>({}, { highWaterMark: 0 });
+  (stream as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
+  return new Response(stream, { headers });
 }
-const upstreamFetch = async (_url: string, _init: RequestInit) => pushResponse();
+const upstreamFetch = async (_url: string, init: RequestInit) =>
+  pushResponse((init as Record<symbol, unknown>)[PUSH_ONLY] === true);
 (upstreamFetch as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] = true;
 
 const gateway = createGateway({
@@ -85,7 +94,7 @@ async function viaGateway(): Promise<void> {
 /** For scale: what a standard Request (the adapter's old input) and the upstream Response cost alone. */
 async function baseline(): Promise<void> {
   await standardRequest().arrayBuffer();
-  pushResponse();
+  pushResponse(false);
 }
 
 const n = Number(process.argv[2] ?? 5000);

@@ -14,7 +14,7 @@ import { HttpError, MAX_ERROR_BODY_BYTES, RequestFailedError } from './client-er
 import { CumulativeTextFilter } from './cumulative-text.ts';
 import { describeFraming, framingOfContentType, sniffFraming } from './framing.ts';
 import { MetricsRecorder } from './metrics-recorder.ts';
-import { FETCH_TAKES_INIT, type PushSource, pushSourceOf } from './push-source.ts';
+import { FETCH_TAKES_INIT, PUSH_ONLY, type PushSource, pushSourceOf } from './push-source.ts';
 import { Deadlines, type TimeoutKind, type TimeoutOptions } from './timeouts.ts';
 
 export interface StreamOptions {
@@ -44,7 +44,10 @@ export interface StreamOptions {
   onComment?: ((text: string, atMs: number) => void) | undefined;
   /** Every read from the network, with its arrival time (before decoding). */
   onChunk?: ((chunk: Uint8Array, atMs: number) => void) | undefined;
-  /** The response, once its headers are in. */
+  /**
+   * The response, once its headers are in. Its body is the client's to read: with a fetch that pushes
+   * (the node:http fetch of `tokenwire/node`), a successful response's `body` is null (push-source.ts).
+   */
   onResponse?: ((response: Response) => void) | undefined;
 }
 
@@ -132,6 +135,8 @@ async function run(prepared: PreparedRequest, options: StreamOptions, hooks: Run
   // one Request, held until the stream ends: undici follows an abort from the Request we pass to the one
   // it sends only while ours is alive, so a collected Request would silently lose the cancel.
   const takesInit = (fetchFn as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] === true;
+  // This reader takes a push source wherever there is one: no ReadableStream is needed for the body.
+  if (takesInit) (init as Record<symbol, unknown>)[PUSH_ONLY] = true;
   const outgoing = takesInit ? undefined : new Request(prepared.url, init);
   try {
     response = await (outgoing === undefined
@@ -278,8 +283,10 @@ class StreamReader {
     | undefined {
     const response = this.#response!;
     this.#response = undefined;
+    // A PUSH_ONLY response carries its source itself, with a null body.
+    const pushOnly = pushSourceOf(response);
     const body = response.body;
-    if (body === null) {
+    if (body === null && pushOnly === undefined) {
       this.#eof = true;
       return undefined;
     }
@@ -295,8 +302,8 @@ class StreamReader {
     }
     this.#announced = announced;
     this.#contentType = contentType;
-    const push = pushSourceOf(body);
-    return push !== undefined ? { kind: 'push', push } : { kind: 'pulled', body };
+    const push = pushOnly ?? pushSourceOf(body);
+    return push !== undefined ? { kind: 'push', push } : { kind: 'pulled', body: body! };
   }
 
   async #oneDocument(response: Response, contentType: string): Promise<void> {
@@ -606,7 +613,39 @@ function errorText(error: unknown): string {
 }
 
 /** Reads at most `limit` bytes of a body as text, then lets the rest go. */
+/** Up to `limit` bytes of a pushed body, as text; the rest is cancelled. */
+function readPushedBounded(source: PushSource, limit: number): Promise<string> {
+  return new Promise((resolve) => {
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    let settled = false;
+    const done = () => {
+      if (settled) return;
+      settled = true;
+      let all = concatBytes(...parts);
+      if (all.length > limit) all = all.subarray(0, limit);
+      resolve(new TextDecoder().decode(all));
+    };
+    const subscription = source.subscribe({
+      chunk: (bytes) => {
+        if (settled) return;
+        parts.push(bytes.slice());
+        size += bytes.length;
+        if (size >= limit) {
+          subscription.cancel();
+          done();
+        }
+      },
+      end: done,
+      // A body that fails mid-read still gives what arrived.
+      error: done,
+    });
+  });
+}
+
 async function readBounded(response: Response, limit: number): Promise<string> {
+  const push = pushSourceOf(response);
+  if (push !== undefined) return readPushedBounded(push, limit);
   if (response.body === null) return '';
   const reader = response.body.getReader();
   const parts: Uint8Array[] = [];

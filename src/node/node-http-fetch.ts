@@ -1,6 +1,7 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import {
   FETCH_TAKES_INIT,
+  PUSH_ONLY,
   PUSH_SOURCE,
   type PushSink,
   type PushSource,
@@ -40,6 +41,7 @@ export function createNodeHttpFetch(
     const headers: Record<string, string> = {};
     let method: string;
     let signal: AbortSignal | undefined;
+    let pushOnly = false;
     if (request !== undefined) {
       body = request.body === null ? undefined : await request.text();
       request.headers.forEach((value, key) => {
@@ -60,6 +62,7 @@ export function createNodeHttpFetch(
       }
       method = init?.method ?? 'GET';
       signal = init?.signal ?? undefined;
+      pushOnly = (init as Record<symbol, unknown> | undefined)?.[PUSH_ONLY] === true;
     }
     if (body !== undefined)
       headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
@@ -94,13 +97,27 @@ export function createNodeHttpFetch(
           const status = incoming.statusCode ?? 502;
           const nullBody = status === 204 || status === 304 || method === 'HEAD';
           if (nullBody) incoming.resume();
-          settle()?.resolve(
-            new Response(nullBody ? null : pushableBody(incoming, () => outgoing.destroy(), finishDrainMs), {
-              status,
-              statusText: incoming.statusMessage ?? '',
-              headers: responseHeaders,
-            }),
+          const destroy = () => outgoing.destroy();
+          // A caller that reads by events only (PUSH_ONLY) gets no ReadableStream for a good answer's body.
+          const pushOnlyBody = pushOnly && !nullBody && status >= 200 && status < 300;
+          const response = new Response(
+            nullBody || pushOnlyBody ? null : pushableBody(incoming, destroy, finishDrainMs),
+            { status, statusText: incoming.statusMessage ?? '', headers: responseHeaders },
           );
+          if (pushOnlyBody) {
+            let claimed = false;
+            (response as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = pushSource(
+              incoming,
+              destroy,
+              finishDrainMs,
+              () => {
+                if (claimed) return false;
+                claimed = true;
+                return true;
+              },
+            );
+          }
+          settle()?.resolve(response);
         },
       );
       if (signal !== undefined) {
@@ -161,10 +178,28 @@ function pushableBody(
     },
     { highWaterMark: 0 },
   );
-  const source: PushSource = {
+  const source = pushSource(incoming, destroy, finishDrainMs, () => {
+    if (owner !== undefined) return false;
+    owner = 'push';
+    return true;
+  });
+  (stream as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
+  return stream;
+}
+
+/**
+ * Reading one upstream body by events. `claim` says whether this reader may have the bytes (false when
+ * the ReadableStream beside it was read first, or the source was subscribed already).
+ */
+function pushSource(
+  incoming: IncomingMessage,
+  destroy: () => void,
+  finishDrainMs: number,
+  claim: () => boolean,
+): PushSource {
+  return {
     subscribe(sink: PushSink): PushSubscription {
-      if (owner !== undefined) throw new TypeError('this body is already being read');
-      owner = 'push';
+      if (!claim()) throw new TypeError('this body is already being read');
       let done = false;
       incoming.on('data', (chunk: Buffer) => {
         if (!done) sink.chunk(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
@@ -208,8 +243,6 @@ function pushableBody(
       };
     },
   };
-  (stream as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
-  return stream;
 }
 
 function abortError(signal: AbortSignal): Error {

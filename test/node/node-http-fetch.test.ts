@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { pushSourceOf } from '../../src/client/push-source.ts';
+import { PUSH_ONLY, pushSourceOf } from '../../src/client/push-source.ts';
 import { complete } from '../../src/client/token-stream.ts';
 import { createNodeHttpFetch } from '../../src/node/node-http-fetch.ts';
 import { readFixture } from '../helpers/paths.ts';
@@ -108,6 +108,51 @@ describe('createNodeHttpFetch', () => {
     assert.equal(result.incomplete, 'aborted');
     await slow.requests[0]!.closed;
     assert.ok(slow.requests[0]!.closedEarlyAtMs !== undefined);
+  });
+
+  it('answers a PUSH_ONLY caller with the source on the Response and no body stream, errors as usual', async () => {
+    const server = await scriptServer((request) =>
+      request.path === '/bad'
+        ? {
+            status: 400,
+            headers: { 'content-type': 'application/json' },
+            steps: [{ write: '{"error":"no"}' }],
+          }
+        : { steps: [{ write: fixture }] },
+    );
+    servers.push(server);
+    const fetchFn = createNodeHttpFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
+    const init = { method: 'POST', body: '{}', [PUSH_ONLY]: true } as RequestInit;
+    const good = await fetchFn(`${server.url}/good`, init);
+    assert.equal(good.body, null);
+    const chunks: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      pushSourceOf(good)!.subscribe({
+        chunk: (bytes) => chunks.push(new TextDecoder().decode(bytes)),
+        end: resolve,
+        error: reject,
+      });
+    });
+    assert.equal(chunks.join(''), fixture);
+    assert.throws(() => pushSourceOf(good)!.subscribe({ chunk() {}, end() {}, error() {} }), /already/);
+
+    const bad = await fetchFn(`${server.url}/bad`, init);
+    assert.equal(bad.status, 400);
+    assert.equal(await bad.text(), '{"error":"no"}');
+  });
+
+  it('reads a one-document JSON answer through the push path, quoting it in the error', async () => {
+    const server = await scriptServer({
+      headers: { 'content-type': 'application/json' },
+      steps: [{ write: '{"id":"x","object":"chat.completion","choices":[]}' }],
+    });
+    servers.push(server);
+    const result = await complete(
+      { url: `${server.url}/v1/chat/completions`, body: { ...body, stream: false } },
+      { fetch: createNodeHttpFetch() },
+    );
+    assert.equal(result.error?.code, 'not-streaming');
+    assert.match(result.error!.message, /chat\.completion/);
   });
 
   it('passes HTTP errors through with their body', async () => {
