@@ -1,7 +1,8 @@
 /**
  * The middle process of the gateway bench: `bare` (a few lines of node:http piping, the baseline any
- * proxy is measured against) or `gateway` (tokenwire's createGateway served by src/node/serve.ts, its
- * defaults unchanged: per-event flush, SSE ids, the in-memory resume store, keepalives).
+ * proxy is measured against) or `gateway` (createGuardedGateway served by src/node/serve.ts, as
+ * `tokenwire serve` runs it, defaults unchanged: per-event flush, SSE ids, the in-memory resume store,
+ * keepalives).
  * Usage: `node gateway-proxy.js bare|gateway <upstream url>` (forked with IPC).
  *
  * Over IPC it answers `{ sample: true }` with its CPU time and memory, `{ gc: true }` with a full
@@ -12,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import v8 from 'node:v8';
 import { createNodeHttpFetch } from '../src/node/node-http-fetch.ts';
 import { serve } from '../src/node/serve.ts';
-import { createGateway } from '../src/server/create-gateway.ts';
+import { createGuardedGateway } from '../src/server/guard-gateway.ts';
 
 const [mode, upstreamUrl] = process.argv.slice(2);
 if ((mode !== 'bare' && mode !== 'gateway') || upstreamUrl === undefined) {
@@ -58,10 +59,12 @@ async function startGateway(target: string): Promise<string> {
   // As `tokenwire serve --upstream` does: node:http to the upstream. BENCH_UPSTREAM_FETCH=undici measures
   // the global fetch instead (undici's share of the cost).
   const fetch = process.env.BENCH_UPSTREAM_FETCH === 'undici' ? undefined : createNodeHttpFetch();
-  const gateway = createGateway({
+  // What `tokenwire serve` runs: the gateway behind its guard (keys, limits, CORS, redaction), with the
+  // CLI's defaults (none of them set).
+  const { fetch: handler } = createGuardedGateway({
     upstreams: [{ name: 'sim', url: target, dialects: ['openai-chat'], models: ['sim'], fetch }],
   });
-  const served = await serve(gateway.fetch);
+  const served = await serve(handler);
   return served.url;
 }
 

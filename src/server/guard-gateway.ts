@@ -8,6 +8,13 @@ import {
   takesIncomingRequest,
   toRequest,
 } from './incoming-request.ts';
+import {
+  DIRECT_BODY,
+  type DirectAttachment,
+  type DirectBody,
+  type DirectWriter,
+  directBodyOf,
+} from './response-output.ts';
 import { SecretRedactor, upstreamSecrets } from './secret-redactor.ts';
 import type { FetchLike } from './upstream.ts';
 
@@ -39,7 +46,7 @@ export interface GuardOptions {
 /** A fetch handler with the guard's live count of generation requests. */
 export interface GuardedHandler {
   (request: IncomingRequest): Promise<Response>;
-  /** Generation requests being served now (what `maxStreams` limits). */
+  /** Generation requests being served now (what `maxStreams` limits; counted only when it is set). */
   inFlight(): number;
 }
 
@@ -150,10 +157,11 @@ export function guardGateway(
       response.headers.set('www-authenticate', 'Bearer');
       return withCors(response, allowedOrigin ? origin : undefined);
     }
-    if (generation === undefined)
+    // Streams are counted only to limit them: with no limit, a response is passed on untouched.
+    if (generation === undefined || maxStreams === undefined)
       return finish(await inner(request), allowedOrigin ? origin : undefined, undefined);
 
-    if (maxStreams !== undefined && inFlight >= maxStreams) {
+    if (inFlight >= maxStreams) {
       const response = refuse(
         dialect,
         429,
@@ -190,8 +198,18 @@ export function guardGateway(
       return withCors(copy(response, null), corsOrigin);
     }
     if (!redactor.active && corsOrigin === undefined && release === undefined) return response;
+    const direct = directBodyOf(response.body);
     let body = redactor.stream(response.body);
     if (release !== undefined) body = tracked(body, release);
+    // Keep the adapter's direct path (node/serve.ts writes straight to the socket): the same redaction
+    // and release, on the text as it is written. Whichever consumer comes first reads the body.
+    if (direct !== undefined) {
+      (body as unknown as Record<symbol, unknown>)[DIRECT_BODY] = guardedDirectBody(
+        direct,
+        redactor,
+        release,
+      );
+    }
     return withCors(copy(response, body), corsOrigin);
   }
 
@@ -263,6 +281,48 @@ function presentedKey(request: IncomingRequest): string | undefined {
 
 async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(text)));
+}
+
+/** A direct body that redacts what is written and calls `release` once when the response is over. */
+function guardedDirectBody(
+  direct: DirectBody,
+  redactor: SecretRedactor,
+  release: (() => void) | undefined,
+): DirectBody {
+  return {
+    attach(writer: DirectWriter): DirectAttachment {
+      let over = false;
+      const done = () => {
+        if (over) return;
+        over = true;
+        release?.();
+      };
+      const redacting = redactor.active ? redactor.textStream() : undefined;
+      const guarded: DirectWriter = {
+        write: (text) => writer.write(redacting === undefined ? text : redacting.push(text)),
+        end: () => {
+          const rest = redacting?.end();
+          if (rest !== undefined && rest !== '') writer.write(rest);
+          writer.end();
+          done();
+        },
+        destroy: () => {
+          writer.destroy();
+          done();
+        },
+      };
+      if (writer.cork !== undefined) guarded.cork = () => writer.cork?.();
+      if (writer.uncork !== undefined) guarded.uncork = () => writer.uncork?.();
+      const attachment = direct.attach(guarded);
+      return {
+        drained: () => attachment.drained(),
+        closed: () => {
+          attachment.closed();
+          done();
+        },
+      };
+    },
+  };
 }
 
 function copy(response: Response, body: ReadableStream<Uint8Array> | null): Response {

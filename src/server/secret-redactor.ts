@@ -81,6 +81,29 @@ export class SecretRedactor {
     return this.#replace(input);
   }
 
+  /**
+   * The same for text written piece by piece (a response written straight to a socket): `push` returns
+   * what can go out now, holding back a tail that may be the start of a secret; `end` returns the rest.
+   */
+  textStream(): { push(text: string): string; end(): string } {
+    let held = new Uint8Array(0);
+    return {
+      push: (text) => {
+        if (!this.active) return text;
+        const bytes = encoder.encode(text);
+        const out = this.#replace(held.length === 0 ? bytes : concatBytes(held, bytes));
+        const keep = this.#partialTail(out);
+        held = out.slice(out.length - keep);
+        return keep === out.length ? '' : decoder.decode(out.subarray(0, out.length - keep));
+      },
+      end: () => {
+        const rest = held.length === 0 ? '' : decoder.decode(this.bytes(held));
+        held = new Uint8Array(0);
+        return rest;
+      },
+    };
+  }
+
   /** A stream with every secret replaced, also one split across reads. */
   stream(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
     if (!this.active) return body;

@@ -6,6 +6,8 @@ import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { type ServedHandler, serve } from '../../src/node/serve.ts';
 import type { GatewayOptions, RequestLog } from '../../src/server/create-gateway.ts';
 import { createGuardedGateway, type GuardOptions, guardGateway } from '../../src/server/guard-gateway.ts';
+import { markTakesIncomingRequest } from '../../src/server/incoming-request.ts';
+import { directBodyOf, ResponseOutput } from '../../src/server/response-output.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 import type { SimOptions } from '../../src/sim/sim-options.ts';
 import { type RecordedRequest, type ScriptedResponse, scriptServer } from '../helpers/script-server.ts';
@@ -538,6 +540,42 @@ describe('guard: upstream credentials are never echoed, logged or put in metrics
       await handler(new Request('http://gw.test/v1/chat/completions', { method: 'POST', body: '{}' }))
     ).text();
     assert.equal(text, 'data: {"a":"Bearer [redacted]"}\n\n');
+  });
+
+  it('keeps the direct socket path: redacts what is written, also split across writes, and frees the slot', async () => {
+    let output: ResponseOutput | undefined;
+    const handler = guardGateway(
+      markTakesIncomingRequest(async () => {
+        output = new ResponseOutput(() => {});
+        return new Response(output.body, { headers: { 'content-type': 'text/event-stream' } });
+      }),
+      { secrets: [SECRET], maxStreams: 1 },
+    );
+    const response = await handler(
+      new Request('http://gw.test/v1/chat/completions', { method: 'POST', body: '{}' }),
+    );
+    assert.equal(handler.inFlight(), 1);
+    const direct = directBodyOf(response.body);
+    assert.ok(direct !== undefined, 'the guarded response still offers the direct path');
+    const written: string[] = [];
+    let ended = false;
+    direct.attach({
+      write: (text) => {
+        written.push(text);
+        return true;
+      },
+      end: () => {
+        ended = true;
+      },
+      destroy: () => {},
+    });
+    output!.write('data: {"a":"Bearer sk-upstream-7f3a');
+    output!.write('9c2e5b1d4f60"}\n\n');
+    output!.write('data: [DONE]\n\n');
+    output!.end();
+    assert.equal(written.join(''), 'data: {"a":"Bearer [redacted]"}\n\ndata: [DONE]\n\n');
+    assert.ok(ended);
+    assert.equal(handler.inFlight(), 0);
   });
 
   it('keeps SSE reads whole (no holding back) when nothing looks like a secret', async () => {
