@@ -13,7 +13,9 @@ import type { AddressInfo } from 'node:net';
 import v8 from 'node:v8';
 import { createNodeHttpFetch } from '../src/node/node-http-fetch.ts';
 import { serve } from '../src/node/serve.ts';
+import { createGateway } from '../src/server/create-gateway.ts';
 import { createGuardedGateway } from '../src/server/guard-gateway.ts';
+import type { Upstream } from '../src/server/upstream.ts';
 
 const [mode, upstreamUrl] = process.argv.slice(2);
 if ((mode !== 'bare' && mode !== 'gateway') || upstreamUrl === undefined) {
@@ -61,9 +63,14 @@ async function startGateway(target: string): Promise<string> {
   const fetch = process.env.BENCH_UPSTREAM_FETCH === 'undici' ? undefined : createNodeHttpFetch();
   // What `tokenwire serve` runs: the gateway behind its guard (keys, limits, CORS, redaction), with the
   // CLI's defaults (none of them set).
-  const { fetch: handler } = createGuardedGateway({
-    upstreams: [{ name: 'sim', url: target, dialects: ['openai-chat'], models: ['sim'], fetch }],
-  });
+  // BENCH_GATEWAY=unguarded measures createGateway alone (what the guard costs).
+  const upstreams: Upstream[] = [
+    { name: 'sim', url: target, dialects: ['openai-chat'], models: ['sim'], fetch },
+  ];
+  const handler =
+    process.env.BENCH_GATEWAY === 'unguarded'
+      ? createGateway({ upstreams }).fetch
+      : createGuardedGateway({ upstreams }).fetch;
   const served = await serve(handler);
   return served.url;
 }
