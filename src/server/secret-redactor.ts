@@ -86,20 +86,16 @@ export class SecretRedactor {
    * what can go out now, holding back a tail that may be the start of a secret; `end` returns the rest.
    */
   textStream(): { push(text: string): string; end(): string } {
-    let held = new Uint8Array(0);
+    if (!this.active) return { push: (text) => text, end: () => '' };
+    const chunks = this.#chunks();
     return {
       push: (text) => {
-        if (!this.active) return text;
-        const bytes = encoder.encode(text);
-        const out = this.#replace(held.length === 0 ? bytes : concatBytes(held, bytes));
-        const keep = this.#partialTail(out);
-        held = out.slice(out.length - keep);
-        return keep === out.length ? '' : decoder.decode(out.subarray(0, out.length - keep));
+        const out = chunks.push(encoder.encode(text));
+        return out.length === 0 ? '' : decoder.decode(out);
       },
       end: () => {
-        const rest = held.length === 0 ? '' : decoder.decode(this.bytes(held));
-        held = new Uint8Array(0);
-        return rest;
+        const rest = chunks.end();
+        return rest.length === 0 ? '' : decoder.decode(rest);
       },
     };
   }
@@ -108,7 +104,7 @@ export class SecretRedactor {
   stream(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
     if (!this.active) return body;
     const reader = body.getReader();
-    let held = new Uint8Array(0);
+    const chunks = this.#chunks();
     return new ReadableStream<Uint8Array>(
       {
         pull: async (controller) => {
@@ -121,16 +117,14 @@ export class SecretRedactor {
               return;
             }
             if (next.done) {
-              if (held.length > 0) controller.enqueue(this.bytes(held));
+              const rest = chunks.end();
+              if (rest.length > 0) controller.enqueue(rest);
               controller.close();
               return;
             }
-            const joined = held.length === 0 ? next.value : concatBytes(held, next.value);
-            const out = this.#replace(joined);
-            const keep = this.#partialTail(out);
-            held = out.slice(out.length - keep);
-            if (out.length - keep > 0) {
-              controller.enqueue(out.subarray(0, out.length - keep));
+            const out = chunks.push(next.value);
+            if (out.length > 0) {
+              controller.enqueue(out);
               return;
             }
           }
@@ -139,6 +133,27 @@ export class SecretRedactor {
       },
       { highWaterMark: 0 },
     );
+  }
+
+  /**
+   * Redaction of bytes that arrive in pieces: `push` returns what can go out now, holding back a tail
+   * that may be the start of a secret; `end` returns the rest. Shared by `stream` and `textStream`.
+   */
+  #chunks(): { push(bytes: Uint8Array): Uint8Array; end(): Uint8Array } {
+    let held = new Uint8Array(0);
+    return {
+      push: (bytes) => {
+        const out = this.#replace(held.length === 0 ? bytes : concatBytes(held, bytes));
+        const keep = this.#partialTail(out);
+        held = out.slice(out.length - keep);
+        return out.subarray(0, out.length - keep);
+      },
+      end: () => {
+        const rest = held.length === 0 ? held : this.bytes(held);
+        held = new Uint8Array(0);
+        return rest;
+      },
+    };
   }
 
   #walk(value: unknown): unknown {
