@@ -622,9 +622,7 @@ function readPushedBounded(source: PushSource, limit: number): Promise<string> {
     const done = () => {
       if (settled) return;
       settled = true;
-      let all = concatBytes(...parts);
-      if (all.length > limit) all = all.subarray(0, limit);
-      resolve(new TextDecoder().decode(all));
+      resolve(boundedText(parts, limit));
     };
     const subscription = source.subscribe({
       chunk: (bytes) => {
@@ -662,6 +660,11 @@ async function readBounded(response: Response, limit: number): Promise<string> {
   } finally {
     reader.cancel().catch(() => {});
   }
+  return boundedText(parts, limit);
+}
+
+/** The first `limit` bytes of `parts`, as text. */
+function boundedText(parts: readonly Uint8Array[], limit: number): string {
   let all = concatBytes(...parts);
   if (all.length > limit) all = all.subarray(0, limit);
   return new TextDecoder().decode(all);
