@@ -194,16 +194,19 @@ export function parseFloor(dialect: DialectId): Subject {
   };
 }
 
-/** tokenwire's `complete()`: bytes -> frames -> normalized events -> Result, every check on. */
-export function tokenwireComplete(dialect: DialectId): Subject {
+/**
+ * tokenwire's `complete()`: bytes -> frames -> normalized events -> Result, every check on. With
+ * `frameTemplates: false` every frame goes through JSON.parse (the row that shows what templates save).
+ */
+export function tokenwireComplete(dialect: DialectId, frameTemplates = true): Subject {
   return {
-    id: 'tokenwire',
-    label: 'tokenwire complete()',
+    id: frameTemplates ? 'tokenwire' : 'tokenwire-parse',
+    label: frameTemplates ? 'tokenwire complete()' : 'tokenwire complete(), every frame JSON.parse',
     async run(fetch) {
       const result = await complete(
         { url: urlFor(dialect), body: { model: MODEL, messages: MESSAGES, prompt: 'Tell me about rivers.' } },
         // TGI's last event repeats the whole answer (`generated_text`): longer than the 1 MiB default.
-        { fetch, maxLineBytes: 16 * 1024 * 1024 },
+        { fetch, maxLineBytes: 16 * 1024 * 1024, frameTemplates },
       );
       return {
         text: result.text,
@@ -356,6 +359,7 @@ export function subjectsFor(dialect: DialectId, group: SubjectGroup = 'fast'): S
     scanFloor(dialect),
     parseFloor(dialect),
     tokenwireComplete(dialect),
+    tokenwireComplete(dialect, false),
     tokenwireStream(dialect),
   ];
   if (dialect === 'openai-chat') subjects.push(eventsourceParser());

@@ -36,6 +36,11 @@ export interface StreamOptions {
   detectCumulativeText?: boolean | undefined;
   /** Drop reasoning events. */
   dropReasoning?: boolean | undefined;
+  /**
+   * Read text frames shaped like an earlier one without `JSON.parse` (same events; see
+   * `TextFrameTemplate`). Default on; false parses every frame.
+   */
+  frameTemplates?: boolean | undefined;
   /** Resume a gateway stream after this SSE event id (sent as `Last-Event-ID`). */
   lastEventId?: string | undefined;
   /** Every frame as it arrived (raw view), with its arrival time in ms since the request began. */
@@ -459,7 +464,10 @@ class StreamReader {
       this.#wire = new NdjsonDecoder({ onFrame, maxLineBytes, invalidUtf8 });
     }
     if (this.dialect !== undefined)
-      this.#decoder = this.dialect.createDecoder({ dropReasoning: this.#options.dropReasoning });
+      this.#decoder = this.dialect.createDecoder({
+        dropReasoning: this.#options.dropReasoning,
+        frameTemplates: this.#options.frameTemplates,
+      });
     return true;
   }
 
@@ -480,7 +488,10 @@ class StreamReader {
     if (this.#decoder === undefined) {
       const dialect = this.#detect(frame);
       this.dialect = dialect;
-      this.#decoder = dialect.createDecoder({ dropReasoning: this.#options.dropReasoning });
+      this.#decoder = dialect.createDecoder({
+        dropReasoning: this.#options.dropReasoning,
+        frameTemplates: this.#options.frameTemplates,
+      });
     }
     this.#decoder.frame(frame, this.#emit);
   }

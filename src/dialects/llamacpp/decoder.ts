@@ -3,11 +3,12 @@ import type { ErrorEvent, FinishEvent } from '../../events/stream-event.ts';
 import type { Usage } from '../../events/usage.ts';
 import type { Frame } from '../../wire/frame.ts';
 import { parseJson } from '../../wire/parse-json.ts';
-import { type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
+import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
 import { errorFromPayload } from '../shared/error-payload.ts';
 import { isRecord, type JsonRecord, numberField, stringField } from '../shared/json-fields.ts';
 import { parseLlamacppTimings } from '../shared/llamacpp-timings.ts';
 import { parsePayload } from '../shared/parse-payload.ts';
+import { TextFrameTemplate } from '../shared/text-frame-template.ts';
 
 /**
  * Decodes llama-server's native `/completion` stream (wire-formats.md §4.2): `data: {json}` events, no
@@ -33,6 +34,14 @@ export class LlamacppDecoder implements DialectDecoder {
   #inputReported = false;
   /** Text emitted so far, to tell a final `content` that repeats it from one that adds to it. */
   #text = '';
+  readonly #template: TextFrameTemplate | undefined;
+  readonly #decodeFully = (frame: Frame, emit: Emit): void => this.#decode(frame, emit);
+
+  constructor(options: DecoderOptions = {}) {
+    // `tokens_predicted` counts up on every partial event; the final event's count is the one read.
+    this.#template =
+      options.frameTemplates === false ? undefined : new TextFrameTemplate(['"tokens_predicted":']);
+  }
 
   get complete(): boolean {
     return this.#stopped && !this.#errored;
@@ -49,6 +58,16 @@ export class LlamacppDecoder implements DialectDecoder {
   }
 
   frame(frame: Frame, emit: Emit): void {
+    if (this.#template === undefined) {
+      this.#decode(frame, emit);
+      return;
+    }
+    // The full path adds to #text itself (and then returns ''): read the result before #text.
+    const text = this.#template.frame(frame, emit, this.#decodeFully);
+    if (text !== '') this.#text += text;
+  }
+
+  #decode(frame: Frame, emit: Emit): void {
     if (frame.legacyError === true || frame.event === 'error') {
       this.#errorFrame(frame.data, emit);
       return;

@@ -14,7 +14,7 @@ export const llamacpp: Dialect = {
   paths: ['/completion', '/completions'],
   flavors: LLAMACPP_FLAVORS,
   responseHeaders: (flavor) => llamacppResponseHeaders(flavor),
-  createDecoder: () => new LlamacppDecoder(),
+  createDecoder: (options) => new LlamacppDecoder(options),
   createEncoder: (options) => new LlamacppEncoder(options),
   toRequestBody: llamacppToBody,
   fromRequestBody: llamacppFromBody,

@@ -17,7 +17,7 @@ export class OpenAiChatDecoder extends OpenAiChunkDecoder {
   readonly #namedTools = new Set<number>();
 
   constructor(options: DecoderOptions = {}) {
-    super('openai-chat');
+    super('openai-chat', options);
     this.#dropReasoning = options.dropReasoning === true;
   }
 

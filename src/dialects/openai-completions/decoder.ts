@@ -1,4 +1,4 @@
-import type { Emit } from '../dialect.ts';
+import type { DecoderOptions, Emit } from '../dialect.ts';
 import type { JsonRecord } from '../shared/json-fields.ts';
 import { OpenAiChunkDecoder } from '../shared/openai-chunk-decoder.ts';
 
@@ -9,8 +9,8 @@ import { OpenAiChunkDecoder } from '../shared/openai-chunk-decoder.ts';
  * Ollama's OpenAI layer (an all-zero `usage` on every chunk). The shared parts are in OpenAiChunkDecoder.
  */
 export class OpenAiCompletionsDecoder extends OpenAiChunkDecoder {
-  constructor() {
-    super('openai-completions');
+  constructor(options: DecoderOptions = {}) {
+    super('openai-completions', options);
   }
 
   protected choice(choice: JsonRecord, emit: Emit): void {

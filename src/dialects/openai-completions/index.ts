@@ -19,7 +19,7 @@ export const openAiCompletions: Dialect = {
   paths: ['/v1/completions'],
   flavors: OPENAI_COMPLETIONS_FLAVORS,
   responseHeaders: (flavor) => openAiResponseHeaders(flavor),
-  createDecoder: () => new OpenAiCompletionsDecoder(),
+  createDecoder: (options) => new OpenAiCompletionsDecoder(options),
   createEncoder: (options) => new OpenAiCompletionsEncoder(options),
   toRequestBody: openAiCompletionsToBody,
   fromRequestBody: openAiCompletionsFromBody,

@@ -13,6 +13,7 @@ import type { JsonRecord } from './json-fields.ts';
 import { parseOllamaToolCalls } from './ollama-tool-calls.ts';
 import { parseOllamaTrailer } from './ollama-trailer.ts';
 import { parsePayload } from './parse-payload.ts';
+import { TextFrameTemplate } from './text-frame-template.ts';
 
 /** Where one endpoint's line keeps its parts: `/api/chat` under `message`, `/api/generate` at the top. */
 export interface OllamaLineShape {
@@ -40,10 +41,14 @@ export class OllamaLineDecoder implements DialectDecoder {
   #done = false;
   #errored = false;
   #toolCalls = 0;
+  readonly #template: TextFrameTemplate | undefined;
+  readonly #decodeFully = (frame: Frame, emit: Emit): void => this.#decode(frame, emit);
 
   constructor(shape: OllamaLineShape, options: DecoderOptions = {}) {
     this.#shape = shape;
     this.#dropReasoning = options.dropReasoning === true;
+    // Every line carries a new `created_at`; only the `done` line's fields are read besides the text.
+    this.#template = options.frameTemplates === false ? undefined : new TextFrameTemplate(['"created_at":']);
   }
 
   get complete(): boolean {
@@ -59,6 +64,11 @@ export class OllamaLineDecoder implements DialectDecoder {
   }
 
   frame(frame: Frame, emit: Emit): void {
+    if (this.#template === undefined) this.#decode(frame, emit);
+    else this.#template.frame(frame, emit, this.#decodeFully);
+  }
+
+  #decode(frame: Frame, emit: Emit): void {
     const shape = this.#shape;
     const payload = parsePayload(shape.dialect, frame.data);
     const error = errorFromPayload(payload);

@@ -1,12 +1,13 @@
 import { unifyFinishReason } from '../../events/finish-reason.ts';
 import type { FinishEvent, StartEvent } from '../../events/stream-event.ts';
 import type { Frame } from '../../wire/frame.ts';
-import type { DialectDecoder, DialectId, Emit } from '../dialect.ts';
+import type { DecoderOptions, DialectDecoder, DialectId, Emit } from '../dialect.ts';
 import { errorFromPayload } from './error-payload.ts';
 import { isRecord, type JsonRecord, numberField, stringField } from './json-fields.ts';
 import { parseLlamacppTimings } from './llamacpp-timings.ts';
 import { isZeroUsage, parseOpenAiUsage } from './openai-usage.ts';
 import { parsePayload } from './parse-payload.ts';
+import { TextFrameTemplate } from './text-frame-template.ts';
 
 /**
  * What `chat.completion.chunk` and `text_completion` streams share, from every server that writes them
@@ -22,9 +23,13 @@ export abstract class OpenAiChunkDecoder implements DialectDecoder {
   #started = false;
   #done = false;
   #errored = false;
+  readonly #template: TextFrameTemplate | undefined;
+  readonly #decodeFully = (frame: Frame, emit: Emit): void => this.#decode(frame, emit);
 
-  protected constructor(dialect: DialectId) {
+  protected constructor(dialect: DialectId, options: DecoderOptions = {}) {
     this.#dialect = dialect;
+    // `created` is read from the first chunk only; Ollama's OpenAI layer restamps it on every chunk.
+    this.#template = options.frameTemplates === false ? undefined : new TextFrameTemplate(['"created":']);
   }
 
   get complete(): boolean {
@@ -40,6 +45,11 @@ export abstract class OpenAiChunkDecoder implements DialectDecoder {
   }
 
   frame(frame: Frame, emit: Emit): void {
+    if (this.#template === undefined) this.#decode(frame, emit);
+    else this.#template.frame(frame, emit, this.#decodeFully);
+  }
+
+  #decode(frame: Frame, emit: Emit): void {
     const data = frame.data;
     if (data === '[DONE]') {
       this.#done = true;

@@ -2,10 +2,11 @@ import { snippet } from '../../errors.ts';
 import { unifyFinishReason } from '../../events/finish-reason.ts';
 import type { Usage } from '../../events/usage.ts';
 import type { Frame } from '../../wire/frame.ts';
-import { type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
+import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
 import { errorFromPayload } from '../shared/error-payload.ts';
 import { isRecord, type JsonRecord, numberField, stringField } from '../shared/json-fields.ts';
 import { parsePayload } from '../shared/parse-payload.ts';
+import { TextFrameTemplate } from '../shared/text-frame-template.ts';
 
 /**
  * Decodes TGI's native `/generate_stream` (and `POST /` with `stream: true`) stream (wire-formats.md
@@ -28,6 +29,16 @@ export class TgiDecoder implements DialectDecoder {
   #started = false;
   #finished = false;
   #errored = false;
+  readonly #template: TextFrameTemplate | undefined;
+  readonly #decodeFully = (frame: Frame, emit: Emit): void => this.#decode(frame, emit);
+
+  constructor(options: DecoderOptions = {}) {
+    // Each token event has its own `index`, token `id` and `logprob`; none is read.
+    this.#template =
+      options.frameTemplates === false
+        ? undefined
+        : new TextFrameTemplate(['"index":', '"id":', '"logprob":']);
+  }
 
   get complete(): boolean {
     return this.#finished && !this.#errored;
@@ -44,6 +55,11 @@ export class TgiDecoder implements DialectDecoder {
   }
 
   frame(frame: Frame, emit: Emit): void {
+    if (this.#template === undefined) this.#decode(frame, emit);
+    else this.#template.frame(frame, emit, this.#decodeFully);
+  }
+
+  #decode(frame: Frame, emit: Emit): void {
     // Never sent on /generate_stream; tolerated (a proxy may add it).
     if (frame.data === '[DONE]') return;
     const payload = parsePayload('tgi', frame.data);

@@ -18,7 +18,7 @@ export const tgi: Dialect = {
   paths: ['/generate_stream'],
   flavors: TGI_FLAVORS,
   responseHeaders: () => tgiResponseHeaders(),
-  createDecoder: () => new TgiDecoder(),
+  createDecoder: (options) => new TgiDecoder(options),
   createEncoder: (options) => new TgiEncoder(options),
   toRequestBody: tgiToBody,
   fromRequestBody: tgiFromBody,
