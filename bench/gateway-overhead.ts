@@ -5,8 +5,12 @@
  * Client (this process), upstream and proxies run in separate processes.
  *
  * Method
- * - TTFT: from just before the request is written to the arrival of the first content frame. "Added"
- *   is a route's figure minus the direct route's figure at the same level, in the same run.
+ * - TTFT: from just before the request is written to the arrival of the first content frame. The
+ *   simulator's own time to the first token (20 ms ±10 % jitter, plus its queueing under load) varies
+ *   from stream to stream by more than a proxy adds, so each stream's TTFT is also taken net of it: the
+ *   upstream stamps when the request reached it and when the first content frame left it, and net TTFT
+ *   = TTFT - (first frame sent - request received). "Added" TTFT is a route's net TTFT minus the direct
+ *   route's at the same level, in the same run (p50 from p50s, p99 from p99s).
  * - Per-chunk delivery delay: the upstream process stamps the moment each content frame leaves the
  *   simulator (keyed by `x-request-id`, which the gateway forwards); the client stamps the read that
  *   delivered it. Both use the machine-wide monotonic clock, so delay_k = arrival_k - sent_k needs no
@@ -269,6 +273,8 @@ interface CellResult {
   level: number;
   round: number;
   ttftMs: number[];
+  /** TTFT minus the upstream's own time from request to first content frame, per stream. */
+  netTtftMs: number[];
   delayMs: number[];
   cpuUsPerChunk: number | undefined;
   chunks: number;
@@ -363,12 +369,17 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
       );
       const after =
         target.child === undefined ? undefined : await ask<Sample>(target.child, { sample: true }, 'cpu');
-      const { logs } = await ask<{ logs: Record<string, number[]> }>(upstream.child, { take: true }, 'logs');
+      const { logs } = await ask<{ logs: Record<string, { received: number; sent: number[] }> }>(
+        upstream.child,
+        { take: true },
+        'logs',
+      );
       const cell: CellResult = {
         route: route.id,
         level,
         round,
         ttftMs: [],
+        netTtftMs: [],
         delayMs: [],
         cpuUsPerChunk: undefined,
         chunks: 0,
@@ -377,14 +388,19 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
         mismatched: 0,
       };
       for (const record of records) {
-        const sent = logs[record.id] ?? [];
+        const log = logs[record.id];
+        const sent = log?.sent ?? [];
         cell.chunks += sent.length;
         if (record.error !== undefined) {
           cell.failed += 1;
           cell.firstError ??= record.error;
           continue;
         }
-        if (record.arrivals.length > 0) cell.ttftMs.push(record.arrivals[0]! - record.sentAt);
+        if (record.arrivals.length > 0) {
+          const ttft = record.arrivals[0]! - record.sentAt;
+          cell.ttftMs.push(ttft);
+          if (log !== undefined && sent.length > 0) cell.netTtftMs.push(ttft - (sent[0]! - log.received));
+        }
         if (sent.length !== record.arrivals.length) cell.mismatched += 1;
         const n = Math.min(sent.length, record.arrivals.length);
         for (let k = 0; k < n; k++) cell.delayMs.push(record.arrivals[k]! - sent[k]!);
@@ -482,6 +498,8 @@ interface RouteLevel {
   level: number;
   ttftP50: number;
   ttftP99: number;
+  netTtftP50: number;
+  netTtftP99: number;
   delayP50: number;
   delayP99: number;
   cpu: Spread;
@@ -497,6 +515,7 @@ export function summarize(report: GatewayReport): RouteLevel[] {
     for (const route of ROUTES.filter((r) => report.routes.includes(r.id))) {
       const cells = report.cells.filter((c) => c.route === route.id && c.level === level);
       const ttft = cells.flatMap((c) => c.ttftMs);
+      const netTtft = cells.flatMap((c) => c.netTtftMs);
       const delays = cells.flatMap((c) => c.delayMs);
       const cpu = cells.map((c) => c.cpuUsPerChunk).filter((v): v is number => v !== undefined);
       out.push({
@@ -504,6 +523,8 @@ export function summarize(report: GatewayReport): RouteLevel[] {
         level,
         ttftP50: quantile(ttft, 0.5),
         ttftP99: quantile(ttft, 0.99),
+        netTtftP50: quantile(netTtft, 0.5),
+        netTtftP99: quantile(netTtft, 0.99),
         delayP50: quantile(delays, 0.5),
         delayP99: quantile(delays, 0.99),
         cpu: spread(cpu),
@@ -567,7 +588,7 @@ export function gatewayMarkdown(report: GatewayReport): string {
   const find = (route: string, level: number) => rows.find((r) => r.route === route && r.level === level)!;
   const label = (id: string) => ROUTES.find((r) => r.id === id)!.label;
   const lines: string[] = [
-    `Simulator upstream at ${report.tokensPerSecond} tokens/s (±10 % jitter, 20 ms TTFT), ${report.maxTokens} tokens per stream (${Math.min(report.maxTokens, 12)} at level 1000); level 1 runs ${report.sequentialAtOne} streams back to back; ${report.rounds} rounds, routes interleaved, samples pooled. Added = route − direct at the same level. Times in ms.`,
+    `Simulator upstream at ${report.tokensPerSecond} tokens/s (±10 % jitter, 20 ms TTFT), ${report.maxTokens} tokens per stream (${Math.min(report.maxTokens, 12)} at level 1000); level 1 runs ${report.sequentialAtOne} streams back to back; ${report.rounds} rounds, routes interleaved, samples pooled. Added = route − direct at the same level; added TTFT compares TTFT net of the simulator's own time to its first token, per stream (see bench/README.md). Times in ms.`,
     '',
     '| level | route | TTFT p50 | TTFT p99 | added TTFT p50 | added TTFT p99 | chunk delay p50 | chunk delay p99 | added delay p50 | added delay p99 | proxy CPU µs/chunk | streams (failed, count mismatch) |',
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -579,7 +600,7 @@ export function gatewayMarkdown(report: GatewayReport): string {
       const isDirect = route.id === 'direct';
       const added = (a: number, b: number) => (isDirect ? '–' : fmt(a - b, 2));
       lines.push(
-        `| ${level} | ${label(route.id)} | ${fmt(r.ttftP50)} | ${fmt(r.ttftP99)} | ${added(r.ttftP50, direct.ttftP50)} | ${added(r.ttftP99, direct.ttftP99)} | ${fmt(r.delayP50)} | ${fmt(r.delayP99)} | ${added(r.delayP50, direct.delayP50)} | ${added(r.delayP99, direct.delayP99)} | ${isDirect ? '–' : `${fmt(r.cpu.median, 1)} (${fmt(r.cpu.min, 1)}–${fmt(r.cpu.max, 1)})`} | ${r.streams} (${r.failed}${r.failed > 0 && r.firstError !== undefined ? `: ${r.firstError}` : ''}, ${r.mismatched}) |`,
+        `| ${level} | ${label(route.id)} | ${fmt(r.ttftP50)} | ${fmt(r.ttftP99)} | ${added(r.netTtftP50, direct.netTtftP50)} | ${added(r.netTtftP99, direct.netTtftP99)} | ${fmt(r.delayP50)} | ${fmt(r.delayP99)} | ${added(r.delayP50, direct.delayP50)} | ${added(r.delayP99, direct.delayP99)} | ${isDirect ? '–' : `${fmt(r.cpu.median, 1)} (${fmt(r.cpu.min, 1)}–${fmt(r.cpu.max, 1)})`} | ${r.streams} (${r.failed}${r.failed > 0 && r.firstError !== undefined ? `: ${r.firstError}` : ''}, ${r.mismatched}) |`,
       );
     }
   }

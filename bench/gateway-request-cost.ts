@@ -23,6 +23,7 @@ function pushResponse(pushOnly: boolean): Response {
   const source = {
     subscribe(sink: PushSink) {
       queueMicrotask(() => {
+        marks.chunk = performance.now();
         sink.chunk(upstreamBody);
         sink.end();
       });
@@ -39,8 +40,12 @@ function pushResponse(pushOnly: boolean): Response {
   (stream as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
   return new Response(stream, { headers });
 }
-const upstreamFetch = async (_url: string, init: RequestInit) =>
-  pushResponse((init as Record<symbol, unknown>)[PUSH_ONLY] === true);
+/** When the gateway called the upstream fetch, the upstream body arrived, and the first byte left. */
+const marks = { start: 0, fetch: 0, chunk: 0, write: 0 };
+const upstreamFetch = async (_url: string, init: RequestInit) => {
+  marks.fetch = performance.now();
+  return pushResponse((init as Record<symbol, unknown>)[PUSH_ONLY] === true);
+};
 (upstreamFetch as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] = true;
 
 const gateway = createGateway({
@@ -84,12 +89,29 @@ function standardRequest(): Request {
   });
 }
 
+/** The two parts of the gateway's time that add to TTFT: request -> upstream call, upstream bytes -> out. */
+const toUpstream: number[] = [];
+const toClient: number[] = [];
+
 async function viaGateway(): Promise<void> {
+  marks.start = performance.now();
+  marks.write = 0;
   const response = await gateway.fetch(incoming());
   await new Promise<void>((resolve) => {
-    directBodyOf(response.body)!.attach({ write: () => true, end: resolve, destroy: resolve });
+    directBodyOf(response.body)!.attach({
+      write: () => {
+        if (marks.write === 0) marks.write = performance.now();
+        return true;
+      },
+      end: resolve,
+      destroy: resolve,
+    });
   });
+  toUpstream.push(marks.fetch - marks.start);
+  toClient.push(marks.write - marks.chunk);
 }
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 /** For scale: what a standard Request (the adapter's old input) and the upstream Response cost alone. */
 async function baseline(): Promise<void> {
@@ -97,7 +119,7 @@ async function baseline(): Promise<void> {
   pushResponse(false);
 }
 
-const n = Number(process.argv[2] ?? 5000);
+const n = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 5000);
 // `--gateway-only`: profile the gateway without the baseline's samples in the same profile.
 const subjects = [
   ['gateway', viaGateway],
@@ -105,6 +127,8 @@ const subjects = [
 ] as const;
 for (const [name, fn] of process.argv.includes('--gateway-only') ? subjects.slice(0, 1) : subjects) {
   for (let i = 0; i < 1000; i++) await fn();
+  toUpstream.length = 0;
+  toClient.length = 0;
   const cpu = process.cpuUsage();
   const wall = performance.now();
   for (let i = 0; i < n; i++) await fn();
@@ -112,5 +136,10 @@ for (const [name, fn] of process.argv.includes('--gateway-only') ? subjects.slic
   console.log(
     `${name}: ${((used.user + used.system) / n).toFixed(1)} µs CPU, ${(((performance.now() - wall) / n) * 1000).toFixed(1)} µs wall per request`,
   );
+  if (toUpstream.length > 0) {
+    console.log(
+      `  on the TTFT path (median): request -> upstream fetch called ${(median(toUpstream) * 1000).toFixed(1)} µs, upstream bytes -> first write ${(median(toClient) * 1000).toFixed(1)} µs`,
+    );
+  }
 }
 await gateway.close();

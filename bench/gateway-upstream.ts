@@ -2,7 +2,9 @@
  * The upstream of the gateway bench, in its own process: the simulator (openai-chat as vLLM writes it,
  * 50 tokens/s) served on loopback by src/node/serve.ts. Each response body is watched on its way out:
  * the time every content frame left the simulator is logged under the request's `x-request-id`, so the
- * bench can match chunk k's arrival at the client against the moment the upstream sent it. Times are
+ * bench can match chunk k's arrival at the client against the moment the upstream sent it, with the time
+ * the request reached the upstream (so the simulator's own, jittered, time to the first token can be
+ * taken out of each stream's TTFT). Times are
  * `process.hrtime` (CLOCK_MONOTONIC, one clock for every process on the machine), in ms.
  *
  * Talks to the bench over IPC: sends `{ ready, url }`; answers `{ take: true }` with the send logs of
@@ -16,8 +18,8 @@ export function monoMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
 
-/** Send times (ms) of the content frames of one response, in order. */
-export type SendLog = Record<string, number[]>;
+/** Per request id: when the request reached the upstream, and when each content frame left it (ms). */
+export type SendLog = Record<string, { received: number; sent: number[] }>;
 
 const tokensPerSecond = Number(process.env.BENCH_TPS ?? 50);
 const sim = createSim({
@@ -39,11 +41,12 @@ function contentFrames(text: string): number {
 }
 
 const served = await serve(async (request) => {
+  const received = monoMs();
   const id = request.headers.get('x-request-id');
   const response = await sim.fetch(request);
   if (id === null || response.body === null || !response.ok) return response;
   const log: number[] = [];
-  logs[id] = log;
+  logs[id] = { received, sent: log };
   const watched = response.body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {

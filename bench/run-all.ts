@@ -151,10 +151,10 @@ if (gateway !== undefined) {
   for (const level of [1, 32, 128].filter((l) => gateway!.levels.includes(l))) {
     const direct = row('direct', level)!;
     const bare = row('bare', level)!;
-    const bareAdded = bare.ttftP50 - direct.ttftP50;
+    const bareAdded = bare.netTtftP50 - direct.netTtftP50;
     for (const id of gwRoutes) {
       const r = row(id, level)!;
-      const added = r.ttftP50 - direct.ttftP50;
+      const added = r.netTtftP50 - direct.netTtftP50;
       verdicts.push({
         target: `added TTFT p50 ≤ 1.25× the bare proxy's at ${level} (${id})`,
         measured: `${fmt(added)} ms vs bare ${fmt(bareAdded)} ms`,

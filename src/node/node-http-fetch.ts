@@ -35,8 +35,9 @@ export function createNodeHttpFetch(
   });
   const nodeFetch = async (input: Request | string | URL, init?: RequestInit): Promise<Response> => {
     const request = typeof input === 'string' || input instanceof URL ? undefined : input;
-    const url = new URL(request?.url ?? String(input));
-    if (url.protocol !== 'http:') return request !== undefined ? fetch(request) : fetch(url, init);
+    const href = request?.url ?? String(input);
+    const url = parsedUrl(href);
+    if (url === undefined) return request !== undefined ? fetch(request) : fetch(href, init);
     let body: string | Uint8Array | undefined;
     const headers: Record<string, string> = {};
     let method: string;
@@ -82,9 +83,9 @@ export function createNodeHttpFetch(
       const fail = (error: unknown) => settle()?.reject(error);
       const outgoing = httpRequest(
         {
-          host: url.hostname,
+          host: url.host,
           port: url.port,
-          path: `${url.pathname}${url.search}`,
+          path: url.path,
           method,
           headers,
           agent,
@@ -136,6 +137,29 @@ export function createNodeHttpFetch(
   };
   (nodeFetch as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] = true;
   return nodeFetch as (request: Request) => Promise<Response>;
+}
+
+interface HttpTarget {
+  host: string;
+  port: string;
+  path: string;
+}
+
+/**
+ * The parts of an `http:` URL a request needs (undefined for any other scheme), parsed once per URL: a
+ * gateway calls the same few upstream URLs all day, and `new URL` is on the path to its first token.
+ */
+const parsedUrls = new Map<string, HttpTarget | undefined>();
+const PARSED_URLS_MAX = 256;
+
+function parsedUrl(href: string): HttpTarget | undefined {
+  if (parsedUrls.has(href)) return parsedUrls.get(href);
+  const url = new URL(href);
+  const target =
+    url.protocol === 'http:' ? { host: url.hostname, port: url.port, path: `${url.pathname}${url.search}` } : undefined;
+  if (parsedUrls.size >= PARSED_URLS_MAX) parsedUrls.clear();
+  parsedUrls.set(href, target);
+  return target;
 }
 
 function bodyOf(body: RequestInit['body']): string | Uint8Array | undefined {
