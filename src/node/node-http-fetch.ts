@@ -156,7 +156,9 @@ function parsedUrl(href: string): HttpTarget | undefined {
   if (parsedUrls.has(href)) return parsedUrls.get(href);
   const url = new URL(href);
   const target =
-    url.protocol === 'http:' ? { host: url.hostname, port: url.port, path: `${url.pathname}${url.search}` } : undefined;
+    url.protocol === 'http:'
+      ? { host: url.hostname, port: url.port, path: `${url.pathname}${url.search}` }
+      : undefined;
   if (parsedUrls.size >= PARSED_URLS_MAX) parsedUrls.clear();
   parsedUrls.set(href, target);
   return target;

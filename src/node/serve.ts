@@ -5,6 +5,7 @@ import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-r
 import { WHOLE_BODY } from '../server/read-body.ts';
 import { directBodyOf } from '../server/response-output.ts';
 import { NodeRequestHeaders } from './node-request-headers.ts';
+import { TurnQueue } from './turn-queue.ts';
 
 /**
  * A web-standard handler: the gateway and the simulator are both this. A handler marked with
@@ -43,15 +44,20 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
   const host = options.host ?? '127.0.0.1';
   const light = takesIncomingRequest(handler);
   const sockets = new Set<Socket>();
+  // Requests that arrive together start one per event-loop turn (turn-queue.ts): open streams' chunks
+  // are relayed between them instead of after all of them.
+  const starts = new TurnQueue();
   const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, (req, res) => {
-    handle(handler, light, req, res, host).catch((error: unknown) => {
-      options.onError?.(error);
-      if (!res.headersSent) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'internal error', type: 'server_error' } }));
-      } else {
-        res.destroy();
-      }
+    starts.run(() => {
+      handle(handler, light, req, res, host).catch((error: unknown) => {
+        options.onError?.(error);
+        if (!res.headersSent) {
+          res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: { message: 'internal error', type: 'server_error' } }));
+        } else {
+          res.destroy();
+        }
+      });
     });
   });
   server.on('connection', (socket) => {
@@ -95,6 +101,8 @@ async function handle(
     if (!res.writableFinished) controller.abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
+  // A request that waited for its turn may have lost its client meanwhile.
+  if (res.destroyed) onClose();
   const method = req.method ?? 'GET';
   const url = `http://${req.headers.host ?? host}${req.url ?? '/'}`;
   let whole: Uint8Array | undefined;

@@ -42,6 +42,8 @@ export class TextFrameTemplate {
   #hitsSinceLearn = 0;
   #fruitless = 0;
   #learning = true;
+  /** Frames the full path turned into exactly one text event. */
+  #textFrames = 0;
   // The full path's output for the frame being learned (set around one call of `decode`).
   #downstream: Emit | undefined;
   #events = 0;
@@ -118,7 +120,10 @@ export class TextFrameTemplate {
     } finally {
       this.#downstream = undefined;
     }
-    if (this.#events === 1 && this.#text !== undefined) this.#learn(frame, this.#text);
+    if (this.#events !== 1 || this.#text === undefined) return;
+    // The first text frame is only counted: most one-token answers end before a second, and learning
+    // costs more than parsing one frame.
+    if (this.#textFrames++ > 0) this.#learn(frame, this.#text);
   }
 
   #learn(frame: Frame, text: string): void {

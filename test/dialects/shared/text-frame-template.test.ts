@@ -139,6 +139,8 @@ describe('TextFrameTemplate', () => {
     const events: StreamEvent[] = [];
     const emit = (event: StreamEvent) => events.push(event);
     assert.equal(template.match(line('a', 't1')), undefined, 'nothing learned yet');
+    template.frame(line('Hello', 't0'), emit, full);
+    assert.equal(template.match(line('a', 't1')), undefined, 'the first text frame is only counted');
     template.frame(line('Hello', 't1'), emit, full);
     assert.equal(
       template.match(line(' world, and more than thirteen', 't2.5')),
@@ -148,7 +150,10 @@ describe('TextFrameTemplate', () => {
     assert.equal(template.match(line('a\\"b', 't3')), undefined, 'escapes take the full path');
     assert.equal(template.match({ ...line('a', 't3'), event: 'error' }), undefined, 'another event type');
     assert.equal(template.match({ data: `${line('a', 't3').data} ` }), undefined, 'bytes after the template');
-    assert.deepEqual(events, [{ type: 'text', text: 'Hello' }]);
+    assert.deepEqual(events, [
+      { type: 'text', text: 'Hello' },
+      { type: 'text', text: 'Hello' },
+    ]);
   });
 
   it('learns nothing from a frame with escapes, or where the text occurs twice', () => {
@@ -156,6 +161,7 @@ describe('TextFrameTemplate', () => {
     const full = (frame: Frame, emit: (event: StreamEvent) => void) => {
       emit({ type: 'text', text: (JSON.parse(frame.data) as { content: string }).content });
     };
+    template.frame({ data: '{"model":"m","content":"first"}' }, () => {}, full);
     template.frame({ data: '{"model":"m","content":"m"}' }, () => {}, full);
     assert.equal(template.match({ data: '{"model":"m","content":"x"}' }), undefined);
     template.frame({ data: '{"model":"\\u006d","content":"m"}' }, () => {}, full);
@@ -173,8 +179,9 @@ describe('TextFrameTemplate', () => {
     };
     for (let i = 0; i < 20; i++) template.frame({ data: `{"n":${i},"t":"x"}` }, () => {}, full);
     assert.equal(calls, 20);
-    // Learning stopped after 8 fruitless templates: the 9th frame's shape was the last one learned.
-    assert.equal(template.match({ data: '{"n":8,"t":"y"}' }), 'y');
+    // The first frame is only counted; learning stopped after 8 fruitless templates, so the shape of the
+    // 10th frame (n = 9) was the last one learned.
+    assert.equal(template.match({ data: '{"n":9,"t":"y"}' }), 'y');
     assert.equal(template.match({ data: '{"n":19,"t":"y"}' }), undefined);
   });
 
