@@ -10,7 +10,7 @@ import { NodeRequestHeaders } from '../src/node/node-request-headers.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
 import type { IncomingRequest } from '../src/server/incoming-request.ts';
 import { WHOLE_BODY } from '../src/server/read-body.ts';
-import { directBodyOf } from '../src/server/response-output.ts';
+import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../src/server/response-output.ts';
 
 const chunk = (delta: string, finish: string | null) =>
   `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
@@ -65,7 +65,7 @@ const body = new TextEncoder().encode(
 
 /** What node/serve.ts hands the gateway: the light IncomingRequest (server/incoming-request.ts). */
 function incoming(): IncomingRequest {
-  const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array } = {
+  const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array; [TAKES_DIRECT_RESPONSE]: true } = {
     method: 'POST',
     url: 'http://gateway.invalid/v1/chat/completions',
     headers: new NodeRequestHeaders({
@@ -75,6 +75,7 @@ function incoming(): IncomingRequest {
     }),
     signal: new AbortController().signal,
     body: null,
+    [TAKES_DIRECT_RESPONSE]: true,
   };
   request[WHOLE_BODY] = body;
   return request;
@@ -98,7 +99,7 @@ async function viaGateway(): Promise<void> {
   marks.write = 0;
   const response = await gateway.fetch(incoming());
   await new Promise<void>((resolve) => {
-    directBodyOf(response.body)!.attach({
+    directBodyOfResponse(response)!.attach({
       write: () => {
         if (marks.write === 0) marks.write = performance.now();
         return true;

@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-request.ts';
 import { WHOLE_BODY } from '../server/read-body.ts';
-import { directBodyOf } from '../server/response-output.ts';
+import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/response-output.ts';
 import { NodeRequestHeaders } from './node-request-headers.ts';
 import { TurnQueue } from './turn-queue.ts';
 
@@ -124,12 +124,12 @@ async function handle(
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) outHeaders['set-cookie'] = cookies;
   res.writeHead(response.status, response.statusText, outHeaders);
-  if (response.body === null) {
+  const direct = directBodyOfResponse(response);
+  if (response.body === null && direct === undefined) {
     res.end();
     return;
   }
   res.flushHeaders();
-  const direct = directBodyOf(response.body);
   if (direct !== undefined) {
     // The gateway's streams: text straight to the socket, no Web Streams queue in between.
     const attachment = direct.attach({
@@ -144,7 +144,8 @@ async function handle(
     if (controller.signal.aborted) attachment.closed();
     return;
   }
-  const reader = response.body.getReader();
+  // Not null here: a null body without a direct writer ended above.
+  const reader = response.body!.getReader();
   const stop = () => {
     reader.cancel(new Error('client disconnected')).catch(() => {});
   };
@@ -177,12 +178,14 @@ function lightRequest(
   signal: AbortSignal,
   whole: Uint8Array | undefined,
 ): IncomingRequest {
-  const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array } = {
+  const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array; [TAKES_DIRECT_RESPONSE]: true } = {
     method,
     url,
     headers: new NodeRequestHeaders(req.headers),
     signal,
     body: null,
+    // This adapter writes a streamed body to the socket itself: a direct-only response will do.
+    [TAKES_DIRECT_RESPONSE]: true,
   };
   if (whole !== undefined) request[WHOLE_BODY] = whole;
   return request;

@@ -24,6 +24,7 @@ import { BodyError, readJsonBody } from './read-body.ts';
 import { readStreamExtensions } from './read-stream-extensions.ts';
 import { requestIdFor } from './request-id.ts';
 import { type EndState, type LogLevel, levelOf, logs, type RequestLog, redactUrls } from './request-log.ts';
+import { type DirectBody, directOnlyResponse, takesDirectResponse } from './response-output.ts';
 import { parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
 import { resumedBody } from './resumed-body.ts';
 import { RouteLabelSets } from './route-label-sets.ts';
@@ -102,6 +103,7 @@ const STREAMS_BY_DEFAULT = new Set<DialectId>(['ollama-chat', 'ollama-generate',
 /** What the gateway writes a stream through: its dialect's SSE/NDJSON, or plain text. */
 interface Relay {
   readonly body: ReadableStream<Uint8Array>;
+  readonly direct: DirectBody;
   readonly sse: boolean;
   readonly lastWriteAt: number;
   event(event: StreamEvent): void;
@@ -681,7 +683,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     responded = true;
 
-    return new Response(relay.body, { status: 200, headers });
+    // An adapter that writes to the socket itself (node/serve.ts) needs no ReadableStream.
+    return takesDirectResponse(request)
+      ? directOnlyResponse(relay.direct, { status: 200, headers })
+      : new Response(relay.body, { status: 200, headers });
   }
 
   function finish(entry: ActiveStream, labels: Readonly<Record<string, string>>): void {

@@ -14,6 +14,7 @@ import {
   type DirectBody,
   type DirectWriter,
   directBodyOf,
+  directOnlyResponse,
 } from './response-output.ts';
 import { SecretRedactor, upstreamSecrets } from './secret-redactor.ts';
 import type { FetchLike } from './upstream.ts';
@@ -192,6 +193,19 @@ export function guardGateway(
   };
 
   function finish(response: Response, corsOrigin: string | undefined, release: (() => void) | undefined) {
+    // A direct-only response (serve's requests): only a socket writer reads it.
+    const directOnly = response.body === null ? directBodyOf(response) : undefined;
+    if (directOnly !== undefined) {
+      if (!redactor.active && corsOrigin === undefined && release === undefined) return response;
+      return withCors(
+        directOnlyResponse(guardedDirectBody(directOnly, redactor, release), {
+          status: response.status,
+          statusText: response.statusText,
+          headers: new Headers(response.headers),
+        }),
+        corsOrigin,
+      );
+    }
     if (response.body === null) {
       release?.();
       if (!redactor.active && corsOrigin === undefined) return response;

@@ -1,7 +1,7 @@
 import type { MidStreamError } from '../dialects/dialect.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
-import { ResponseOutput } from './response-output.ts';
+import { type DirectBody, ResponseOutput } from './response-output.ts';
 
 /** The headers of a plain-text stream. `nosniff` keeps browsers from holding the first bytes to sniff them. */
 export const PLAIN_TEXT_HEADERS: Readonly<Record<string, string>> = {
@@ -33,6 +33,10 @@ export class PlainTextRelay {
 
   get body(): ReadableStream<Uint8Array> {
     return this.#output.body;
+  }
+
+  get direct(): DirectBody {
+    return this.#output.direct;
   }
 
   clientLeft(): void {

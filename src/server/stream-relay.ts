@@ -2,7 +2,7 @@ import type { Dialect, DialectEncoder, FrameSink, MidStreamError } from '../dial
 import { frameText } from '../dialects/frame-text.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
 import { encodeSseComment } from '../wire/sse-encoder.ts';
-import { ResponseOutput } from './response-output.ts';
+import { type DirectBody, ResponseOutput } from './response-output.ts';
 import { formatEventId, type ResumeStore } from './resume-store.ts';
 
 export interface StreamRelayOptions {
@@ -56,6 +56,10 @@ export class StreamRelay {
 
   get body(): ReadableStream<Uint8Array> {
     return this.#output.body;
+  }
+
+  get direct(): DirectBody {
+    return this.#output.direct;
   }
 
   get ended(): boolean {

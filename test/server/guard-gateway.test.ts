@@ -7,7 +7,12 @@ import { type ServedHandler, serve } from '../../src/node/serve.ts';
 import type { GatewayOptions, RequestLog } from '../../src/server/create-gateway.ts';
 import { createGuardedGateway, type GuardOptions, guardGateway } from '../../src/server/guard-gateway.ts';
 import { markTakesIncomingRequest } from '../../src/server/incoming-request.ts';
-import { directBodyOf, ResponseOutput } from '../../src/server/response-output.ts';
+import {
+  directBodyOf,
+  directBodyOfResponse,
+  directOnlyResponse,
+  ResponseOutput,
+} from '../../src/server/response-output.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 import type { SimOptions } from '../../src/sim/sim-options.ts';
 import { type RecordedRequest, type ScriptedResponse, scriptServer } from '../helpers/script-server.ts';
@@ -575,6 +580,43 @@ describe('guard: upstream credentials are never echoed, logged or put in metrics
     output!.end();
     assert.equal(written.join(''), 'data: {"a":"Bearer [redacted]"}\n\ndata: [DONE]\n\n');
     assert.ok(ended);
+    assert.equal(handler.inFlight(), 0);
+  });
+
+  it('guards a direct-only response (no body stream, the writer on the Response): redacts, adds CORS, frees the slot', async () => {
+    let output: ResponseOutput | undefined;
+    const handler = guardGateway(
+      markTakesIncomingRequest(async () => {
+        output = new ResponseOutput(() => {});
+        return directOnlyResponse(output.direct, { headers: { 'content-type': 'text/event-stream' } });
+      }),
+      { secrets: [SECRET], maxStreams: 1, corsOrigins: ['https://app.example'] },
+    );
+    const response = await handler(
+      new Request('http://gw.test/v1/chat/completions', {
+        method: 'POST',
+        body: '{}',
+        headers: { origin: 'https://app.example' },
+      }),
+    );
+    assert.equal(response.body, null);
+    assert.equal(response.headers.get('access-control-allow-origin'), 'https://app.example');
+    assert.equal(handler.inFlight(), 1);
+    const direct = directBodyOfResponse(response);
+    assert.ok(direct !== undefined, 'the guarded response carries its direct writer');
+    const written: string[] = [];
+    direct.attach({
+      write: (text) => {
+        written.push(text);
+        return true;
+      },
+      end: () => {},
+      destroy: () => {},
+    });
+    output!.write('data: {"a":"Bearer sk-upstream-7f3a');
+    output!.write('9c2e5b1d4f60"}\n\n');
+    output!.end();
+    assert.equal(written.join(''), 'data: {"a":"Bearer [redacted]"}\n\n');
     assert.equal(handler.inFlight(), 0);
   });
 
