@@ -17,6 +17,15 @@ export function sniffFraming(bytes: Uint8Array): Framing | 'unknown' | undefined
   const first = bytes[i];
   if (first === 0x7b || first === 0x5b) return 'ndjson';
   if (first === 0x3a) return 'sse';
+  // `data:`, the usual first line, without building a string.
+  if (
+    first === 0x64 &&
+    bytes[i + 1] === 0x61 &&
+    bytes[i + 2] === 0x74 &&
+    bytes[i + 3] === 0x61 &&
+    bytes[i + 4] === 0x3a
+  )
+    return 'sse';
   const head = String.fromCharCode(...bytes.subarray(i, i + 6));
   for (const field of ['data:', 'event:', 'id:', 'retry:', 'error:']) {
     if (head.startsWith(field)) return 'sse';

@@ -128,6 +128,7 @@ export class MemoryResumeStore implements ResumeStore {
       this.#closed = closed.slice(this.#closedHead);
       this.#closedHead = 0;
     }
+    if (this.#entries.size < this.#maxStreams) return;
     // Still full with live streams only: the oldest live one goes (Map keeps insertion order).
     for (const [id, entry] of this.#entries) {
       if (this.#entries.size < this.#maxStreams) return;
