@@ -67,6 +67,8 @@ export class OpenAiChatEncoder implements DialectEncoder {
         this.#created ??= event.created;
         this.#fingerprint ??= event.systemFingerprint;
         if (this.#flavor === 'vllm' || this.#flavor.startsWith('llamacpp')) this.#role(sink);
+        // Built now, while the upstream works on its first token, not when that token is on its way.
+        if (this.#flavor === 'vllm') this.#textPrefix = this.#textChunkPrefix();
         return;
       case 'text':
         if (this.#flavor === 'vllm') {
