@@ -104,8 +104,11 @@ async function viaGateway(): Promise<void> {
         if (marks.write === 0) marks.write = performance.now();
         return true;
       },
-      end: resolve,
-      destroy: resolve,
+      end: (text) => {
+        if (marks.write === 0 && text !== undefined && text !== '') marks.write = performance.now();
+        resolve();
+      },
+      destroy: () => resolve(),
     });
   });
   toUpstream.push(marks.fetch - marks.start);

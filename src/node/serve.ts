@@ -129,21 +129,26 @@ async function handle(
     res.end();
     return;
   }
-  res.flushHeaders();
   if (direct !== undefined) {
+    // The headers leave now, with whatever the stream has already (the SSE retry line) and the text
+    // from upstream bytes that came with the upstream's headers: their read is handled in a tick queued
+    // before this one ends, so uncorking in a tick queued here sends all of it in one write.
+    res.cork();
+    res.flushHeaders();
+    process.nextTick(uncork, res);
     // The gateway's streams: text straight to the socket, no Web Streams queue in between.
     const attachment = direct.attach({
       write: (text) => res.write(text),
-      end: () => res.end(),
+      // The last text and the end of the chunked body in one write.
+      end: (text) => (text === undefined || text === '' ? res.end() : res.end(text)),
       destroy: () => res.destroy(),
-      cork: () => res.cork(),
-      uncork: () => res.uncork(),
     });
     res.on('drain', attachment.drained);
     controller.signal.addEventListener('abort', attachment.closed, { once: true });
     if (controller.signal.aborted) attachment.closed();
     return;
   }
+  res.flushHeaders();
   // Not null here: a null body without a direct writer ended above.
   const reader = response.body!.getReader();
   const stop = () => {
@@ -213,6 +218,10 @@ function standardRequest(
   // The bytes are already here: the gateway reads them without the Request's stream (server/read-body.ts).
   if (whole !== undefined) (request as unknown as Record<symbol, unknown>)[WHOLE_BODY] = whole;
   return request;
+}
+
+function uncork(res: ServerResponse): void {
+  res.uncork();
 }
 
 function readWhole(req: IncomingMessage): Promise<Uint8Array> {

@@ -314,10 +314,12 @@ function guardedDirectBody(
       const redacting = redactor.active ? redactor.textStream() : undefined;
       const guarded: DirectWriter = {
         write: (text) => writer.write(redacting === undefined ? text : redacting.push(text)),
-        end: () => {
-          const rest = redacting?.end();
-          if (rest !== undefined && rest !== '') writer.write(rest);
-          writer.end();
+        end: (text) => {
+          if (redacting === undefined) writer.end(text);
+          else {
+            const written = text === undefined || text === '' ? '' : redacting.push(text);
+            writer.end(written + redacting.end());
+          }
           done();
         },
         destroy: () => {
@@ -325,8 +327,6 @@ function guardedDirectBody(
           done();
         },
       };
-      if (writer.cork !== undefined) guarded.cork = () => writer.cork?.();
-      if (writer.uncork !== undefined) guarded.uncork = () => writer.uncork?.();
       const attachment = direct.attach(guarded);
       return {
         drained: () => attachment.drained(),

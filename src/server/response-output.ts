@@ -10,12 +10,10 @@ export const DIRECT_BODY: unique symbol = Symbol.for('tokenwire.direct-body') as
 export interface DirectWriter {
   /** Writes text; false when the socket's buffer is full (wait for `drained`). */
   write(text: string): boolean;
-  end(): void;
+  /** The clean end, after `text` when given (one write for the last text and the end). */
+  end(text?: string): void;
   /** Ends the response abruptly: the client sees a cut, never a clean end. */
   destroy(): void;
-  /** Hold writes until `uncork` (one syscall for what one upstream read produced). Optional. */
-  cork?(): void;
-  uncork?(): void;
 }
 
 export interface DirectAttachment {
@@ -74,10 +72,13 @@ export class ResponseOutput {
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   #writer: DirectWriter | undefined;
   #socketFull = false;
-  #corked = false;
-  readonly #uncork = () => {
-    this.#corked = false;
-    this.#writer?.uncork?.();
+  /** Direct text written in this tick, not yet handed to the writer (see `write`). */
+  #pending = '';
+  readonly #flush = () => {
+    const text = this.#pending;
+    if (text === '') return;
+    this.#pending = '';
+    if (!this.#gone && !this.#writer!.write(text)) this.#socketFull = true;
   };
   #waiting: (() => void) | undefined;
   #gone = false;
@@ -130,10 +131,13 @@ export class ResponseOutput {
         // ReadableStream, controller and their state per open stream, seen in a heap snapshot).
         this.#body = undefined;
         this.#controller = undefined;
-        for (const text of this.#held) this.#socketFull = !writer.write(text) || this.#socketFull;
+        const held = this.#held.join('');
         this.#held = [];
-        if (this.#heldEnding === 'end') writer.end();
-        else if (this.#heldEnding === 'error') writer.destroy();
+        if (this.#heldEnding === 'end') writer.end(held);
+        else {
+          if (held !== '' && !writer.write(held)) this.#socketFull = true;
+          if (this.#heldEnding === 'error') writer.destroy();
+        }
         return {
           drained: () => {
             this.#socketFull = false;
@@ -159,18 +163,13 @@ export class ResponseOutput {
   write(text: string): void {
     if (this.#gone || this.#ended) return;
     switch (this.#mode) {
-      case 'direct': {
-        const writer = this.#writer!;
-        // Events written in the same tick (one upstream read) leave in one write: still flushed at
-        // once, at the end of this tick, but one syscall instead of one per event.
-        if (!this.#corked && writer.cork !== undefined) {
-          this.#corked = true;
-          writer.cork();
-          queueMicrotask(this.#uncork);
-        }
-        if (!writer.write(text)) this.#socketFull = true;
+      case 'direct':
+        // The events of one upstream read leave in one write, at the end of that read's work (the
+        // upstream reader asks `backpressure` after each read) or of this tick: one string per socket
+        // write instead of one per event, each of which node:http frames and queues on its own.
+        if (this.#pending === '') queueMicrotask(this.#flush);
+        this.#pending += text;
         return;
-      }
       case 'stream':
         this.#controller!.enqueue(encoder.encode(text));
         return;
@@ -186,8 +185,9 @@ export class ResponseOutput {
     this.#ended = true;
     if (this.#gone) return;
     if (this.#mode === 'direct') {
-      if (this.#corked) this.#uncork();
-      this.#writer!.end();
+      const text = this.#pending;
+      this.#pending = '';
+      this.#writer!.end(text);
     } else if (this.#mode === 'stream') this.#controller!.close();
     else this.#heldEnding = 'end';
   }
@@ -197,14 +197,17 @@ export class ResponseOutput {
     if (this.#ended) return;
     this.#ended = true;
     if (this.#gone) return;
-    if (this.#mode === 'direct') this.#writer!.destroy();
-    else if (this.#mode === 'stream') this.#controller!.error(new Error('stream aborted'));
+    if (this.#mode === 'direct') {
+      this.#flush();
+      this.#writer!.destroy();
+    } else if (this.#mode === 'stream') this.#controller!.error(new Error('stream aborted'));
     else this.#heldEnding = 'error';
   }
 
   /** A promise while the client is behind, so the upstream read can wait; undefined otherwise. */
   backpressure(): Promise<void> | undefined {
     if (this.#gone || this.#ended) return undefined;
+    this.#flush();
     const behind =
       this.#mode === 'direct'
         ? this.#socketFull
@@ -234,6 +237,7 @@ export class ResponseOutput {
     if (this.#gone) return;
     this.#gone = true;
     this.#held = [];
+    this.#pending = '';
     this.#wake();
     if (!this.#ended) this.#onGone();
   }

@@ -8,6 +8,7 @@ import {
   toRequest,
 } from '../../src/server/incoming-request.ts';
 import { readJsonBody, WHOLE_BODY } from '../../src/server/read-body.ts';
+import { directOnlyResponse, ResponseOutput } from '../../src/server/response-output.ts';
 
 const closers: (() => Promise<void>)[] = [];
 after(() => Promise.all(closers.map((close) => close())));
@@ -124,6 +125,46 @@ describe('serve', () => {
     outgoing.on('error', () => {});
     outgoing.end();
     await abortedPromise;
+  });
+
+  it('sends a direct response\'s headers at once, before any body text, and the text as it comes', async () => {
+    const outputs: ResponseOutput[] = [];
+    const url = await start(
+      markTakesIncomingRequest(async () => {
+        const output = new ResponseOutput(() => {});
+        outputs.push(output);
+        return directOnlyResponse(output.direct, { headers: { 'content-type': 'text/event-stream' } });
+      }),
+    );
+    // Nothing is written until the headers were seen: they must not wait for the first body text.
+    const response = await fetch(`${url}/`);
+    assert.equal(response.headers.get('content-type'), 'text/event-stream');
+    const reader = response.body!.getReader();
+    outputs[0]!.write('data: a\n\n');
+    outputs[0]!.write('data: b\n\n');
+    assert.equal(new TextDecoder().decode((await reader.read()).value), 'data: a\n\ndata: b\n\n');
+    outputs[0]!.write('data: c\n\n');
+    outputs[0]!.end();
+    let rest = '';
+    for (let next = await reader.read(); !next.done; next = await reader.read())
+      rest += new TextDecoder().decode(next.value);
+    assert.equal(rest, 'data: c\n\n');
+  });
+
+  it('sends text a direct response held before it was taken, with its headers', async () => {
+    const url = await start(
+      markTakesIncomingRequest(async () => {
+        const output = new ResponseOutput(() => {});
+        output.write('retry: 3000\n\n');
+        setImmediate(() => {
+          output.write('data: x\n\n');
+          output.end();
+        });
+        return directOnlyResponse(output.direct, { headers: { 'content-type': 'text/event-stream' } });
+      }),
+    );
+    const response = await fetch(`${url}/`);
+    assert.equal(await response.text(), 'retry: 3000\n\ndata: x\n\n');
   });
 
   it('builds a standard Request from a light one when code needs it (toRequest)', async () => {

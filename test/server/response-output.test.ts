@@ -9,10 +9,8 @@ function recordingWriter(accept = true) {
       calls.push(`write:${text}`);
       return accept;
     },
-    end: () => calls.push('end'),
+    end: (text?: string) => calls.push(text === undefined || text === '' ? 'end' : `end:${text}`),
     destroy: () => calls.push('destroy'),
-    cork: () => calls.push('cork'),
-    uncork: () => calls.push('uncork'),
   };
   return { calls, writer };
 }
@@ -26,27 +24,49 @@ describe('ResponseOutput', () => {
     assert.equal(await new Response(output.body).text(), 'ab');
   });
 
-  it('writes straight to an attached writer, corked per tick, and ends it', async () => {
+  it('writes straight to an attached writer, one write per tick, and ends with the last text', async () => {
     const output = new ResponseOutput(() => {});
     output.write('held');
+    output.write('-too');
     const { calls, writer } = recordingWriter();
     directBodyOf(output.body)!.attach(writer);
     output.write('x');
     output.write('y');
+    assert.deepEqual(calls, ['write:held-too'], 'text of this tick is not written yet');
     await Promise.resolve();
+    assert.deepEqual(calls, ['write:held-too', 'write:xy']);
     output.write('z');
     output.end();
-    assert.deepEqual(calls, [
-      'write:held',
-      'cork',
-      'write:x',
-      'write:y',
-      'uncork',
-      'cork',
-      'write:z',
-      'uncork',
-      'end',
-    ]);
+    assert.deepEqual(calls, ['write:held-too', 'write:xy', 'end:z']);
+    await Promise.resolve();
+    assert.equal(calls.length, 3, 'nothing written after the end');
+  });
+
+  it('writes what the tick produced when the upstream reader asks for backpressure', () => {
+    const output = new ResponseOutput(() => {});
+    const { calls, writer } = recordingWriter();
+    directBodyOf(output.body)!.attach(writer);
+    output.write('a');
+    output.write('b');
+    assert.equal(output.backpressure(), undefined);
+    assert.deepEqual(calls, ['write:ab']);
+  });
+
+  it('writes pending text before an abrupt end, and none after the client left', async () => {
+    const cut = new ResponseOutput(() => {});
+    const first = recordingWriter();
+    directBodyOf(cut.body)!.attach(first.writer);
+    cut.write('partial');
+    cut.destroy();
+    assert.deepEqual(first.calls, ['write:partial', 'destroy']);
+
+    const left = new ResponseOutput(() => {});
+    const second = recordingWriter();
+    const attachment = directBodyOf(left.body)!.attach(second.writer);
+    left.write('lost');
+    attachment.closed();
+    await Promise.resolve();
+    assert.deepEqual(second.calls, []);
   });
 
   it('pushes back while the socket is full, until drained', async () => {
