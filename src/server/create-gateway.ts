@@ -1,13 +1,12 @@
-import { HttpError, RequestFailedError } from '../client/client-errors.ts';
 import { runStream } from '../client/run-stream.ts';
 import type { MidStreamError } from '../dialects/dialect.ts';
 import { type Dialect, type DialectId, RequestError } from '../dialects/dialect.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
-import { TokenwireError } from '../errors.ts';
-import { type ChatRequest, renderPrompt } from '../events/chat-request.ts';
+import type { ChatRequest } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
 import { type FlushPolicy, isCoalescing, TextCoalescer } from './coalescer.ts';
+import { errorMessage, errorResponse, upstreamFailureResponse } from './gateway-errors.ts';
 import { GatewayMetrics, type StreamOutcome } from './gateway-metrics.ts';
 import {
   GatewayTelemetry,
@@ -22,14 +21,17 @@ import { type OutputFormat, outputFormat } from './output-format.ts';
 import { PLAIN_TEXT_HEADERS, PlainTextRelay } from './plain-text-relay.ts';
 import { BodyError, readJsonBody } from './read-body.ts';
 import { readStreamExtensions } from './read-stream-extensions.ts';
+import { endFigures, type RequestEnd, requestLogRecord } from './request-end.ts';
 import { requestIdFor } from './request-id.ts';
-import { type EndState, type LogLevel, levelOf, logs, type RequestLog, redactUrls } from './request-log.ts';
+import { type EndState, type LogLevel, type RequestLog, redactUrls } from './request-log.ts';
 import { type DirectBody, directOnlyResponse, takesDirectResponse } from './response-output.ts';
 import { parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
 import { resumedBody } from './resumed-body.ts';
 import { RouteLabelSets } from './route-label-sets.ts';
+import { randomStreamId } from './stream-id.ts';
 import { StreamRelay } from './stream-relay.ts';
 import { pickUpstreamDialect, type Upstream } from './upstream.ts';
+import { forwardedHeaders, pickUpstream, upstreamBody } from './upstream-request.ts';
 
 export type { GatewayTelemetryOptions } from './gateway-telemetry.ts';
 export type { EndState, LogLevel, RequestLog } from './request-log.ts';
@@ -88,15 +90,6 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** Request headers passed on to the upstream: tracing, request ids, and the simulator's fault controls. */
-const FORWARDED_HEADERS = [
-  'x-request-id',
-  'traceparent',
-  'tracestate',
-  'x-tokenwire-fault',
-  'x-tokenwire-flavor',
-];
-
 /** The dialects that stream unless told otherwise (`stream` absent). */
 const STREAMS_BY_DEFAULT = new Set<DialectId>(['ollama-chat', 'ollama-generate', 'tgi']);
 
@@ -131,23 +124,6 @@ interface Scope {
   trace: RequestTelemetry | undefined;
 }
 
-/** How a request ended, for its log line and its span. */
-interface Done {
-  route: DialectId;
-  status: number;
-  outcome: RequestLog['outcome'];
-  upstream?: Upstream | undefined;
-  upstreamDialect?: DialectId | undefined;
-  chat?: ChatRequest | undefined;
-  result?: Result | undefined;
-  error?: unknown;
-  endState?: EndState | undefined;
-  ttftMs?: number | undefined;
-  /** When the first content was relayed (gateway clock), for time per output token. */
-  firstContentAt?: number | undefined;
-  streamId?: string | undefined;
-}
-
 export function createGateway(options: GatewayOptions): Gateway {
   if (options.upstreams.length === 0) throw new TypeError('createGateway needs at least one upstream');
   const metrics = new GatewayMetrics();
@@ -180,91 +156,29 @@ export function createGateway(options: GatewayOptions): Gateway {
   for (const dialect of Object.values(DIALECTS)) for (const path of dialect.paths) routes.set(path, dialect);
 
   /** The request's log line (when its level is wanted) and the end of its span. */
-  function done(scope: Scope, end: Done): void {
-    const durationMs = now() - scope.startedAt;
-    const result = end.result;
-    const outputTokens =
-      result === undefined ? undefined : (result.usage?.outputTokens ?? result.metrics.outputTokens);
-    const estimated = result === undefined ? undefined : result.usage?.outputTokens === undefined;
-    let tpotMs: number | undefined;
-    if (end.firstContentAt !== undefined && outputTokens !== undefined && outputTokens > 1)
-      tpotMs = (now() - end.firstContentAt) / (outputTokens - 1);
+  function done(scope: Scope, end: RequestEnd): void {
+    const figures = endFigures(end, scope.startedAt, now());
     scope.trace?.end({
       status: end.status,
       endState: end.endState,
-      result,
+      result: end.result,
       error: end.error,
-      durationMs,
+      durationMs: figures.durationMs,
       ttftMs: end.ttftMs,
-      tpotMs,
-      outputTokens,
-      outputTokensEstimated: estimated,
+      tpotMs: figures.tpotMs,
+      outputTokens: figures.outputTokens,
+      outputTokensEstimated: figures.estimated,
     });
     const onLog = options.onLog;
     if (onLog === undefined) return;
-    const level = levelOf(end.outcome, end.status, end.endState);
-    if (!logs(logLevel, level)) return;
-    const failure =
-      end.error ??
-      (result !== undefined && !result.complete && end.endState !== 'cancelled'
-        ? result.error?.message
-        : undefined);
-    const record: RequestLog = {
-      level,
+    const record = requestLogRecord(end, figures, {
       requestId: scope.requestId,
-      route: end.route,
-      upstream: end.upstream?.name,
-      status: end.status,
-      outcome: end.outcome,
-      model: end.chat?.model,
-      ttftMs: end.ttftMs,
-      durationMs,
-      inputTokens: result?.usage?.inputTokens,
-      outputTokens,
-      error: failure === undefined ? undefined : redactUrls(errorMessage(failure)),
-    };
-    if (scope.trace !== undefined) record.traceId = scope.trace.traceId;
-    if (end.endState !== undefined) record.endState = end.endState;
-    if (result?.finishReason !== undefined) record.finishReason = result.finishReason;
-    if (scope.format === 'text') record.format = 'text';
-    if (end.streamId !== undefined) record.streamId = end.streamId;
-    if (tpotMs !== undefined) record.tpotMs = tpotMs;
-    if (estimated !== undefined) record.outputTokensEstimated = estimated;
-    if (logLevel === 'debug' && result !== undefined) {
-      record.debug = {
-        upstreamDialect: end.upstreamDialect,
-        upstreamTtftMs: result.metrics.ttftMs,
-        chunks: result.metrics.chunkCount,
-        keepalives: result.metrics.keepaliveCount,
-        upstreamBytes: result.metrics.bytes,
-        incomplete: result.incomplete,
-      };
-    }
-    if (options.logContent === true) {
-      if (end.chat !== undefined) record.prompt = renderPrompt(end.chat);
-      if (result !== undefined) record.answer = result.text;
-    }
-    onLog(record);
-  }
-
-  function errorResponse(
-    dialect: Dialect,
-    scope: Scope,
-    status: number,
-    message: string,
-    errorType?: string,
-  ): Response {
-    if (scope.format === 'text') {
-      return new Response(`[tokenwire: error: ${message}]\n`, {
-        status,
-        headers: Object.assign({}, PLAIN_TEXT_HEADERS, { 'cache-control': 'no-store' }),
-      });
-    }
-    const error = dialect.errorResponse({ status, message, errorType });
-    return new Response(error.body, {
-      status: error.status,
-      headers: { 'content-type': error.contentType, 'cache-control': 'no-store' },
+      traceId: scope.trace?.traceId,
+      format: scope.format,
+      logLevel,
+      content: options.logContent === true,
     });
+    if (record !== undefined) onLog(record);
   }
 
   function reject(
@@ -276,41 +190,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   ): Response {
     metrics.rejected.inc({ route: dialect.id, status: String(status) });
     done(scope, { route: dialect.id, status, outcome: 'rejected', error: message });
-    return errorResponse(dialect, scope, status, message, errorType);
-  }
-
-  function pickUpstream(model: string | undefined): Upstream {
-    if (model !== undefined) {
-      const base = model.split('@')[0];
-      const match = options.upstreams.find(
-        (u) => u.models?.includes(model) || (base !== undefined && u.models?.includes(base)),
-      );
-      if (match !== undefined) return match;
-    }
-    return options.upstreams[0]!;
-  }
-
-  function upstreamBody(
-    incoming: Dialect,
-    upstreamDialect: Dialect,
-    body: Record<string, unknown>,
-    request: ChatRequest,
-  ): Record<string, unknown> {
-    // The gateway always asks for usage: it counts tokens even for clients that did not ask for them.
-    if (incoming.id === upstreamDialect.id) {
-      // Spread, not Object.assign: a client's own `__proto__` key stays a key, never a prototype.
-      const out: Record<string, unknown> = { ...body };
-      if (upstreamDialect.id !== 'tgi') out.stream = true;
-      if (upstreamDialect.id === 'openai-chat' || upstreamDialect.id === 'openai-completions') {
-        const streamOptions =
-          typeof body.stream_options === 'object' && body.stream_options !== null ? body.stream_options : {};
-        out.stream_options = { ...streamOptions, include_usage: true };
-      }
-      return out;
-    }
-    return upstreamDialect.toRequestBody(
-      Object.assign({}, request, { includeUsage: true, extra: undefined }),
-    );
+    return errorResponse(dialect, scope.format, status, message, errorType);
   }
 
   /** Every dialect route: the request id, the span, then the request itself. */
@@ -376,7 +256,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (error instanceof RequestError) return reject(dialect, scope, error.status, error.message);
       throw error;
     }
-    const upstream = pickUpstream(chat.model);
+    const upstream = pickUpstream(options.upstreams, chat.model);
     // TGI and llama-server requests name no model: they mean the one the server runs.
     if (chat.model === undefined && upstream.models?.[0] !== undefined) chat.model = upstream.models[0];
     const upstreamDialect = getDialect(pickUpstreamDialect(upstream, dialect.id, chat));
@@ -388,12 +268,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       scope.format === 'text' || (chat.stream ?? (tgiRoot ? false : STREAMS_BY_DEFAULT.has(dialect.id)));
     const upstreamAbort = new AbortController();
     const sent = upstreamBody(dialect, upstreamDialect, body, chat);
-    const forwarded: Record<string, string> = {};
-    for (const name of FORWARDED_HEADERS) {
-      const value = request.headers.get(name);
-      if (value !== null) forwarded[name] = value;
-    }
-    forwarded['x-request-id'] = scope.requestId;
+    const forwarded = forwardedHeaders(request, scope.requestId);
     const upstreamUrl = `${upstream.url.replace(/\/+$/, '')}${upstreamDialect.paths[0]}`;
     const streamId = wantsStream ? randomStreamId() : undefined;
     const trace = scope.trace;
@@ -435,7 +310,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           metrics.streams.inc(labelSets.with(labels, 'outcome', outcome));
           const message = `the upstream stream was incomplete: ${redactUrls(result.error?.message ?? result.incomplete ?? '')}`;
           done(scope, Object.assign({}, base, { status: 502, outcome, result, endState: outcome, ttftMs }));
-          return errorResponse(dialect, scope, 502, message, 'upstream_error');
+          return errorResponse(dialect, scope.format, 502, message, 'upstream_error');
         }
         metrics.streams.inc(labelSets.with(labels, 'outcome', 'completed'));
         if (result.truncated) metrics.truncated.inc(labels);
@@ -711,36 +586,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     error: unknown,
   ): Response {
     metrics.streams.inc(labelSets.with(labels, 'outcome', 'error'));
-    if (error instanceof HttpError) {
-      // 4xx are the client's to fix and pass through; anything else is a bad gateway.
-      const status = error.status >= 400 && error.status < 500 ? error.status : 502;
-      const response = errorResponse(
-        dialect,
-        scope,
-        status,
-        `upstream ${labels.upstream}: ${redactUrls(error.message)}`,
-      );
-      if (error.retryAfterSeconds !== undefined)
-        response.headers.set('retry-after', String(error.retryAfterSeconds));
-      return response;
-    }
-    if (error instanceof RequestFailedError) {
-      const status = error.code === 'connect-timeout' || error.code === 'total-timeout' ? 504 : 502;
-      return errorResponse(
-        dialect,
-        scope,
-        status,
-        `upstream ${labels.upstream}: ${redactUrls(error.message)}`,
-        'upstream_error',
-      );
-    }
-    return errorResponse(
-      dialect,
-      scope,
-      502,
-      `upstream ${labels.upstream}: ${redactUrls(errorMessage(error))}`,
-      'upstream_error',
-    );
+    return upstreamFailureResponse(dialect, scope.format, labels.upstream ?? '', error);
   }
 
   async function resume(
@@ -847,33 +693,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 }
 
-function errorMessage(error: unknown): string {
-  if (TokenwireError.is(error) || error instanceof Error) return error.message;
-  return String(error);
-}
-
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
     (timer as { unref?: () => void }).unref?.();
   });
 }
-
-/**
- * Stream ids must be unguessable (a Last-Event-ID replays the stream to whoever knows it): 72 random
- * bits each, drawn from a pool refilled 4 KiB at a time rather than one getRandomValues call per stream.
- */
-let randomPool = new Uint8Array(0);
-let randomAt = 0;
-function randomStreamId(): string {
-  if (randomAt + 9 > randomPool.length) {
-    randomPool = crypto.getRandomValues(new Uint8Array(4096));
-    randomAt = 0;
-  }
-  // Joined, not `+=`: a `+=` chain leaves a rope of 8 cons strings that every open stream holds.
-  const parts: string[] = [];
-  for (let i = 0; i < 9; i++) parts.push(HEX[randomPool[randomAt + i]!]!);
-  randomAt += 9;
-  return parts.join('');
-}
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));

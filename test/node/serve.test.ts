@@ -127,7 +127,7 @@ describe('serve', () => {
     await abortedPromise;
   });
 
-  it('sends a direct response\'s headers at once, before any body text, and the text as it comes', async () => {
+  it("sends a direct response's headers at once, before any body text, and the text as it comes", async () => {
     const outputs: ResponseOutput[] = [];
     const url = await start(
       markTakesIncomingRequest(async () => {
