@@ -1,4 +1,5 @@
-import { runStream } from '../client/run-stream.ts';
+import type { StreamRequest } from '../client/build-request.ts';
+import { runStream, type StreamOptions } from '../client/run-stream.ts';
 import type { MidStreamError } from '../dialects/dialect.ts';
 import { type Dialect, type DialectId, RequestError } from '../dialects/dialect.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
@@ -116,6 +117,22 @@ interface ActiveStream {
   upstreamAbort: AbortController;
 }
 
+/** A generation request, parsed and routed: what answering it reads. */
+interface Call {
+  dialect: Dialect;
+  request: IncomingRequest;
+  scope: Scope;
+  chat: ChatRequest;
+  upstream: Upstream;
+  labels: Readonly<Record<string, string>>;
+  /** The upstream request, as runStream takes it. */
+  target: StreamRequest;
+  runOptions: StreamOptions;
+  /** What every log line of this request carries. */
+  base: Pick<RequestEnd, 'route' | 'upstream' | 'upstreamDialect' | 'chat'>;
+  upstreamAbort: AbortController;
+}
+
 /** One request, from its arrival to its log line. */
 interface Scope {
   requestId: string;
@@ -210,7 +227,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const scope: Scope = { requestId, startedAt: now(), format: 'dialect', trace };
     let response: Response;
     try {
-      response = await handleStream(dialect, request, url, scope, tgiRoot);
+      response = await handleGeneration(dialect, request, url, scope, tgiRoot);
     } catch (error) {
       done(scope, { route: dialect.id, status: 500, outcome: 'error', error });
       response = Response.json(
@@ -222,14 +239,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     return response;
   }
 
-  async function handleStream(
+  /** A generation route: checks, the body read and mapped, the upstream chosen; then the answer. */
+  async function handleGeneration(
     dialect: Dialect,
     request: IncomingRequest,
     url: URL,
     scope: Scope,
     tgiRoot: boolean,
   ): Promise<Response> {
-    const startedAt = scope.startedAt;
     try {
       scope.format = outputFormat(url, request.headers.get('accept'));
     } catch (error) {
@@ -297,51 +314,80 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
     const base = { route: dialect.id, upstream, upstreamDialect: upstreamDialect.id, chat };
 
-    if (!wantsStream) {
-      const onClientGone = () => upstreamAbort.abort();
-      request.signal.addEventListener('abort', onClientGone, { once: true });
-      try {
-        const result = await runStream(target, runOptions);
-        trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - startedAt);
-        countTokens(labels, result);
-        const ttftMs = result.metrics.ttftMs;
-        if (!result.complete) {
-          const outcome: StreamOutcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
-          metrics.streams.inc(labelSets.with(labels, 'outcome', outcome));
-          const message = `the upstream stream was incomplete: ${redactUrls(result.error?.message ?? result.incomplete ?? '')}`;
-          done(scope, Object.assign({}, base, { status: 502, outcome, result, endState: outcome, ttftMs }));
-          return errorResponse(dialect, scope.format, 502, message, 'upstream_error');
-        }
-        metrics.streams.inc(labelSets.with(labels, 'outcome', 'completed'));
-        if (result.truncated) metrics.truncated.inc(labels);
-        done(scope, {
-          ...base,
-          status: 200,
-          outcome: 'non-stream',
-          result,
-          endState: result.truncated ? 'truncated' : 'completed',
-          ttftMs,
-        });
-        const answer = nonStreamBody(dialect.id, result, chat.model ?? result.model ?? 'unknown', Date.now());
-        // TGI's `POST /` answers with a list (the HF Inference API shape).
-        return Response.json(tgiRoot ? [answer] : answer);
-      } catch (error) {
-        const response = upstreamFailure(dialect, scope, labels, error);
-        done(
-          scope,
-          Object.assign({}, base, {
-            status: response.status,
-            outcome: 'error' as const,
-            error,
-            endState: 'error' as const,
-          }),
-        );
-        return response;
-      } finally {
-        request.signal.removeEventListener('abort', onClientGone);
-      }
-    }
+    const call: Call = {
+      dialect,
+      request,
+      scope,
+      chat,
+      upstream,
+      labels,
+      target,
+      runOptions,
+      base,
+      upstreamAbort,
+    };
+    if (!wantsStream) return answerWhole(call, tgiRoot);
+    return relayStream(call, streamId!, includePrompt, flush);
+  }
 
+  /** A client that asked for no stream: the upstream still streams, and the whole answer goes back. */
+  async function answerWhole(call: Call, tgiRoot: boolean): Promise<Response> {
+    const { dialect, request, scope, chat, labels, target, runOptions, base, upstreamAbort } = call;
+    const trace = scope.trace;
+    const onClientGone = () => upstreamAbort.abort();
+    request.signal.addEventListener('abort', onClientGone, { once: true });
+    try {
+      const result = await runStream(target, runOptions);
+      trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - scope.startedAt);
+      countTokens(labels, result);
+      const ttftMs = result.metrics.ttftMs;
+      if (!result.complete) {
+        const outcome: StreamOutcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
+        metrics.streams.inc(labelSets.with(labels, 'outcome', outcome));
+        const message = `the upstream stream was incomplete: ${redactUrls(result.error?.message ?? result.incomplete ?? '')}`;
+        done(scope, Object.assign({}, base, { status: 502, outcome, result, endState: outcome, ttftMs }));
+        return errorResponse(dialect, scope.format, 502, message, 'upstream_error');
+      }
+      metrics.streams.inc(labelSets.with(labels, 'outcome', 'completed'));
+      if (result.truncated) metrics.truncated.inc(labels);
+      done(scope, {
+        ...base,
+        status: 200,
+        outcome: 'non-stream',
+        result,
+        endState: result.truncated ? 'truncated' : 'completed',
+        ttftMs,
+      });
+      const answer = nonStreamBody(dialect.id, result, chat.model ?? result.model ?? 'unknown', Date.now());
+      // TGI's `POST /` answers with a list (the HF Inference API shape).
+      return Response.json(tgiRoot ? [answer] : answer);
+    } catch (error) {
+      const response = upstreamFailure(dialect, scope, labels, error);
+      done(
+        scope,
+        Object.assign({}, base, {
+          status: response.status,
+          outcome: 'error' as const,
+          error,
+          endState: 'error' as const,
+        }),
+      );
+      return response;
+    } finally {
+      request.signal.removeEventListener('abort', onClientGone);
+    }
+  }
+
+  /** A streamed answer: relayed event by event in the client's dialect, from the upstream's first bytes. */
+  async function relayStream(
+    call: Call,
+    streamId: string,
+    includePrompt: boolean,
+    flush: FlushPolicy | undefined,
+  ): Promise<Response> {
+    const { dialect, request, scope, chat, upstream, labels, target, runOptions, base, upstreamAbort } = call;
+    const trace = scope.trace;
+    const startedAt = scope.startedAt;
     const flavor = options.flavors?.[dialect.id];
     let firstContentAt: number | undefined;
     let upstreamStopped = false;
