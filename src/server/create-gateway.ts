@@ -362,17 +362,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       // TGI's `POST /` answers with a list (the HF Inference API shape).
       return Response.json(tgiRoot ? [answer] : answer);
     } catch (error) {
-      const response = upstreamFailure(dialect, scope, labels, error);
-      done(
-        scope,
-        Object.assign({}, base, {
-          status: response.status,
-          outcome: 'error' as const,
-          error,
-          endState: 'error' as const,
-        }),
-      );
-      return response;
+      return upstreamFailure(call, error);
     } finally {
       request.signal.removeEventListener('abort', onClientGone);
     }
@@ -590,17 +580,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       finish(entry, labels);
       if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
       clientSignal.removeEventListener('abort', clientGone);
-      const response = upstreamFailure(dialect, scope, labels, early);
-      done(
-        scope,
-        Object.assign({}, base, {
-          status: response.status,
-          outcome: 'error' as const,
-          error: early,
-          endState: 'error' as const,
-        }),
-      );
-      return response;
+      return upstreamFailure(call, early);
     }
     responded = true;
 
@@ -625,14 +605,21 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   }
 
-  function upstreamFailure(
-    dialect: Dialect,
-    scope: Scope,
-    labels: Record<string, string>,
-    error: unknown,
-  ): Response {
+  /** An upstream that failed before its stream began: counted, logged, and answered as an HTTP error. */
+  function upstreamFailure(call: Call, error: unknown): Response {
+    const { dialect, scope, labels } = call;
     metrics.streams.inc(labelSets.with(labels, 'outcome', 'error'));
-    return upstreamFailureResponse(dialect, scope.format, labels.upstream ?? '', error);
+    const response = upstreamFailureResponse(dialect, scope.format, call.upstream.name, error);
+    done(
+      scope,
+      Object.assign({}, call.base, {
+        status: response.status,
+        outcome: 'error' as const,
+        error,
+        endState: 'error' as const,
+      }),
+    );
+    return response;
   }
 
   async function resume(

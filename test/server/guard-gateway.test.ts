@@ -8,6 +8,7 @@ import type { GatewayOptions, RequestLog } from '../../src/server/create-gateway
 import { createGuardedGateway, type GuardOptions, guardGateway } from '../../src/server/guard-gateway.ts';
 import { markTakesIncomingRequest } from '../../src/server/incoming-request.ts';
 import {
+  type DirectWriter,
   directBodyOf,
   directBodyOfResponse,
   directOnlyResponse,
@@ -562,19 +563,9 @@ describe('guard: upstream credentials are never echoed, logged or put in metrics
     assert.equal(handler.inFlight(), 1);
     const direct = directBodyOf(response.body);
     assert.ok(direct !== undefined, 'the guarded response still offers the direct path');
-    const written: string[] = [];
-    let ended = false;
-    direct.attach({
-      write: (text) => {
-        written.push(text);
-        return true;
-      },
-      end: (text) => {
-        if (text !== undefined) written.push(text);
-        ended = true;
-      },
-      destroy: () => {},
-    });
+    const writer = recordingWriter();
+    const written = writer.written;
+    direct.attach(writer);
     output!.write('data: {"a":"Bearer sk-upstream-7f3a');
     await Promise.resolve(); // the output writes once per tick: the secret reaches the guard in two writes
     assert.equal(written.length, 1);
@@ -582,7 +573,7 @@ describe('guard: upstream credentials are never echoed, logged or put in metrics
     output!.write('data: [DONE]\n\n');
     output!.end();
     assert.equal(written.join(''), 'data: {"a":"Bearer [redacted]"}\n\ndata: [DONE]\n\n');
-    assert.ok(ended);
+    assert.ok(writer.ended);
     assert.equal(handler.inFlight(), 0);
   });
 
@@ -607,21 +598,13 @@ describe('guard: upstream credentials are never echoed, logged or put in metrics
     assert.equal(handler.inFlight(), 1);
     const direct = directBodyOfResponse(response);
     assert.ok(direct !== undefined, 'the guarded response carries its direct writer');
-    const written: string[] = [];
-    direct.attach({
-      write: (text) => {
-        written.push(text);
-        return true;
-      },
-      end: (text) => {
-        if (text !== undefined) written.push(text);
-      },
-      destroy: () => {},
-    });
+    const writer = recordingWriter();
+    direct.attach(writer);
     output!.write('data: {"a":"Bearer sk-upstream-7f3a');
     output!.write('9c2e5b1d4f60"}\n\n');
     output!.end();
-    assert.equal(written.join(''), 'data: {"a":"Bearer [redacted]"}\n\n');
+    assert.equal(writer.written.join(''), 'data: {"a":"Bearer [redacted]"}\n\n');
+    assert.ok(writer.ended);
     assert.equal(handler.inFlight(), 0);
   });
 
@@ -631,3 +614,21 @@ describe('guard: upstream credentials are never echoed, logged or put in metrics
     assert.equal(raw.frames.at(-1)?.data, '[DONE]');
   });
 });
+
+/** A direct writer that keeps what it is given, the text of its end included. */
+function recordingWriter(): DirectWriter & { written: string[]; ended: boolean } {
+  const writer = {
+    written: [] as string[],
+    ended: false,
+    write: (text: string) => {
+      writer.written.push(text);
+      return true;
+    },
+    end: (text?: string) => {
+      if (text !== undefined) writer.written.push(text);
+      writer.ended = true;
+    },
+    destroy: () => {},
+  };
+  return writer;
+}
