@@ -14,7 +14,13 @@ import {
   type GatewayTelemetryOptions,
   type RequestTelemetry,
 } from './gateway-telemetry.ts';
-import { type IncomingRequest, markTakesIncomingRequest, toRequest } from './incoming-request.ts';
+import {
+  type IncomingRequest,
+  markTakesIncomingRequest,
+  type RequestTarget,
+  requestTarget,
+  toRequest,
+} from './incoming-request.ts';
 import { MemoryResumeStore } from './memory-resume-store.ts';
 import { ollamaTags, openAiModelList } from './model-lists.ts';
 import { nonStreamBody } from './non-stream-response.ts';
@@ -214,20 +220,19 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function handleRoute(
     dialect: Dialect,
     request: IncomingRequest,
-    url: URL,
-    path: string,
+    target: RequestTarget,
     tgiRoot: boolean,
   ) {
     const requestId = requestIdFor(request.headers);
     let trace: RequestTelemetry | undefined;
     if (telemetry !== undefined) {
       await telemetry.ready();
-      trace = telemetry.start(request, path, requestId);
+      trace = telemetry.start(request, target.path, requestId);
     }
     const scope: Scope = { requestId, startedAt: now(), format: 'dialect', trace };
     let response: Response;
     try {
-      response = await handleGeneration(dialect, request, url, scope, tgiRoot);
+      response = await handleGeneration(dialect, request, target, scope, tgiRoot);
     } catch (error) {
       done(scope, { route: dialect.id, status: 500, outcome: 'error', error });
       response = Response.json(
@@ -243,12 +248,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function handleGeneration(
     dialect: Dialect,
     request: IncomingRequest,
-    url: URL,
+    routeTarget: RequestTarget,
     scope: Scope,
     tgiRoot: boolean,
   ): Promise<Response> {
     try {
-      scope.format = outputFormat(url, request.headers.get('accept'));
+      scope.format = outputFormat(routeTarget.query('format'), request.headers.get('accept'));
     } catch (error) {
       if (error instanceof RequestError) return reject(dialect, scope, error.status, error.message);
       throw error;
@@ -662,13 +667,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   async function handle(request: IncomingRequest): Promise<Response> {
-    const url = new URL(request.url);
-    const path = url.pathname.replace(/\/+$/, '') || '/';
+    const target = requestTarget(request);
+    const path = target.path;
     const dialect = routes.get(path);
-    if (dialect !== undefined) return handleRoute(dialect, request, url, path, false);
+    if (dialect !== undefined) return handleRoute(dialect, request, target, false);
     // TGI serves generation on `POST /` too (what @huggingface/inference calls with an endpoint URL).
     if (path === '/' && request.method === 'POST')
-      return handleRoute(getDialect('tgi'), request, url, path, true);
+      return handleRoute(getDialect('tgi'), request, target, true);
     if (request.method === 'GET' || request.method === 'HEAD') {
       switch (path) {
         case '/healthz':

@@ -5,6 +5,7 @@ import type { GatewayMetrics } from './gateway-metrics.ts';
 import {
   type IncomingRequest,
   markTakesIncomingRequest,
+  requestTarget,
   takesIncomingRequest,
   toRequest,
 } from './incoming-request.ts';
@@ -110,11 +111,11 @@ export function guardGateway(
   }
 
   const guarded = async (request: IncomingRequest): Promise<Response> => {
-    const url = new URL(request.url);
-    const path = url.pathname.replace(/\/+$/, '') || '/';
+    const target = requestTarget(request);
+    const path = target.path;
     const origin = request.headers.get('origin');
     // Same host = the gateway's own pages (the scheme may differ behind a TLS-terminating proxy).
-    const crossOrigin = origin !== null && hostOf(origin) !== url.host;
+    const crossOrigin = origin !== null && hostOf(origin) !== target.url.host;
     const allowedOrigin = crossOrigin && origins.has(origin);
 
     if (

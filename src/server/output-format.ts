@@ -4,13 +4,12 @@ import { RequestError } from '../dialects/dialect.ts';
 export type OutputFormat = 'dialect' | 'text';
 
 /**
- * Plain text when the query says `?format=text`, or when `text/plain` is the client's first choice
+ * `format` is the query's `format` parameter. Plain text when the query says `?format=text`, or when `text/plain` is the client's first choice
  * in `Accept` (highest q, earliest on ties). A listed-but-not-first `text/plain` (axios sends
  * `application/json, text/plain, *\/*`) keeps the dialect's stream. `?format=` with any other value
  * than `text` or `dialect` is a 400 naming `format`.
  */
-export function outputFormat(url: URL, accept: string | null): OutputFormat {
-  const format = url.searchParams.get('format');
+export function outputFormat(format: string | null, accept: string | null): OutputFormat {
   if (format !== null) {
     if (format === 'text') return 'text';
     if (format === 'dialect' || format === '') return 'dialect';

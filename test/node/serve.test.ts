@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { serve } from '../../src/node/serve.ts';
 import {
@@ -91,6 +92,34 @@ describe('serve', () => {
     assert.ok(got.keys.includes('content-type'));
     assert.deepEqual(got.body, { model: 'm', stream: true });
     assert.equal(got.whole, true);
+  });
+
+  it('reads a known-length body whole, in one read with the headers or in later reads', async () => {
+    const url = await start(markTakesIncomingRequest(async (request) => Response.json(await seen(request))));
+    const { port } = new URL(url);
+    const body = JSON.stringify({ model: 'm', text: 'é'.repeat(3000) });
+    const length = Buffer.byteLength(body);
+    const head = `POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
+    // Together (the usual case), then the headers with a third of the body, the rest after a pause.
+    const splits = [[head + body], [head + body.slice(0, 1000), body.slice(1000)]];
+    for (const parts of splits) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1');
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+        socket.write(parts[0]!);
+        if (parts[1] !== undefined) setTimeout(() => socket.write(parts[1]!), 50);
+      });
+      const json = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+      const got = JSON.parse(json.slice(json.indexOf('{'), json.lastIndexOf('}') + 1)) as Seen;
+      assert.deepEqual(got.body, JSON.parse(body), `body sent in ${parts.length} part(s)`);
+      assert.equal(got.whole, true);
+    }
   });
 
   it('gives an unmarked handler a standard Request, and a marked one too when the body streams', async () => {
