@@ -117,7 +117,8 @@ interface Relay {
 }
 
 interface ActiveStream {
-  relay: Relay;
+  /** Undefined until the upstream answered. */
+  relay: Relay | undefined;
   /** Text held by a coalescing flush policy, written before the stream's ending. */
   coalescer: TextCoalescer | undefined;
   upstreamAbort: AbortController;
@@ -167,8 +168,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     ticker = setInterval(
       () => {
         const at = now();
-        for (const stream of active)
-          if (at - stream.relay.lastWriteAt >= keepaliveMs) stream.relay.keepalive();
+        for (const stream of active) {
+          const relay = stream.relay;
+          if (relay !== undefined && at - relay.lastWriteAt >= keepaliveMs) relay.keepalive();
+        }
       },
       Math.min(1000, Math.max(10, keepaliveMs / 4)),
     );
@@ -386,33 +389,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     const flavor = options.flavors?.[dialect.id];
     let firstContentAt: number | undefined;
     let upstreamStopped = false;
-    const relay: Relay =
-      scope.format === 'text'
-        ? new PlainTextRelay({ now, onCancel: () => clientGone() })
-        : new StreamRelay({
-            streamId: streamId!,
-            dialect,
-            encoder: dialect.createEncoder({
-              flavor,
-              includeUsage: chat.includeUsage === true,
-              model: chat.model,
-            }),
-            store,
-            retryMs,
-            now,
-            onCancel: () => clientGone(),
-          });
-    // The gateway coalesces itself (not the relay), so the echoed prompt is never merged into the answer.
-    const coalescer = isCoalescing(flush)
-      ? new TextCoalescer(flush, (event) => relay.event(event))
-      : undefined;
-    const entry: ActiveStream = { relay, coalescer, upstreamAbort };
+    const sse = scope.format !== 'text' && dialect.framing === 'sse';
+    // Built once the upstream has answered (see below), before any of its events: until then no
+    // relay's set-up stands between the client's request and the upstream's.
+    let relay: Relay | undefined;
+    let coalescer: TextCoalescer | undefined;
+    const entry: ActiveStream = { relay: undefined, coalescer: undefined, upstreamAbort };
     let detachTimer: ReturnType<typeof setTimeout> | undefined;
     let left = false;
     const clientGone = () => {
       if (left) return;
       left = true;
-      relay.clientLeft();
+      relay?.clientLeft();
       trace?.clientLeft();
       if (options.keepStreamOnDisconnect === true) {
         detachTimer ??= setTimeout(() => upstreamAbort.abort(), options.detachedTimeoutMs ?? 60000);
@@ -430,10 +418,10 @@ export function createGateway(options: GatewayOptions): Gateway {
         : Object.assign(dialect.responseHeaders(flavor), {
             'cache-control': 'no-cache',
             'x-accel-buffering': 'no',
-            'x-tokenwire-stream-id': streamId!,
+            'x-tokenwire-stream-id': streamId,
           });
-    if (relay.sse) {
-      await store.open(streamId!, {
+    if (sse) {
+      await store.open(streamId, {
         dialect: dialect.id,
         flavor,
         headers,
@@ -441,13 +429,37 @@ export function createGateway(options: GatewayOptions): Gateway {
         createdAt: Date.now(),
       });
     }
-    // `stream_options.include_prompt`: the prompt as the stream's first content, in the route's own
-    // text shape (vLLM's `echo`: the last message's content, right after the role chunk). Written past
-    // the event accounting, so it counts in no TTFT, token count or log line.
-    if (includePrompt) {
-      const prompt = chat.prompt ?? chat.messages?.at(-1)?.content ?? '';
-      if (prompt !== '') relay.event({ type: 'text', text: prompt });
-    }
+    const startRelay = (): Relay => {
+      const started: Relay =
+        scope.format === 'text'
+          ? new PlainTextRelay({ now, onCancel: () => clientGone() })
+          : new StreamRelay({
+              streamId,
+              dialect,
+              encoder: dialect.createEncoder({
+                flavor,
+                includeUsage: chat.includeUsage === true,
+                model: chat.model,
+              }),
+              store,
+              retryMs,
+              now,
+              onCancel: () => clientGone(),
+            });
+      // The gateway coalesces itself (not the relay), so the echoed prompt is never merged into the answer.
+      coalescer = isCoalescing(flush) ? new TextCoalescer(flush, (event) => started.event(event)) : undefined;
+      entry.relay = started;
+      entry.coalescer = coalescer;
+      if (left) started.clientLeft();
+      // `stream_options.include_prompt`: the prompt as the stream's first content, in the route's own
+      // text shape (vLLM's `echo`: the last message's content, right after the role chunk). Written past
+      // the event accounting, so it counts in no TTFT, token count or log line.
+      if (includePrompt) {
+        const prompt = chat.prompt ?? chat.messages?.at(-1)?.content ?? '';
+        if (prompt !== '') started.event({ type: 'text', text: prompt });
+      }
+      return started;
+    };
 
     active.add(entry);
     metrics.active.add(labels, 1);
@@ -473,13 +485,13 @@ export function createGateway(options: GatewayOptions): Gateway {
             trace?.firstToken(firstContentAt - startedAt);
           }
           if (coalescer !== undefined) coalescer.push(event);
-          else relay.event(event);
+          else relay!.event(event);
         },
-        afterChunk: () => relay.flushEncoder(),
-        backpressure: () => relay.backpressure(),
+        afterChunk: () => relay!.flushEncoder(),
+        backpressure: () => relay!.backpressure(),
       },
     );
-    const streamLog = relay.sse ? streamId : undefined;
+    const streamLog = sse ? streamId : undefined;
     const ended = () => {
       if (detachTimer !== undefined) clearTimeout(detachTimer);
       clientSignal.removeEventListener('abort', clientGone);
@@ -487,6 +499,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
     run.then(
       (result) => {
+        // The upstream answered, so the relay started (the wait below, or its timeout, started it).
+        const relay = entry.relay ?? startRelay();
         try {
           trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - startedAt);
           coalescer?.flush();
@@ -518,7 +532,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             endState = outcome;
             closing = 'failed';
           }
-          if (relay.sse) store.close(streamId!, closing).catch(() => {});
+          if (sse) store.close(streamId, closing).catch(() => {});
           metrics.streams.inc(labelSets.with(labels, 'outcome', outcome));
           countTokens(labels, result);
           const ttftMs = firstContentAt === undefined ? undefined : firstContentAt - startedAt;
@@ -547,13 +561,14 @@ export function createGateway(options: GatewayOptions): Gateway {
           wake?.();
           return;
         }
+        const relay = entry.relay ?? startRelay();
         try {
           coalescer?.flush();
           relay.fail({
             message: `upstream ${upstream.name}: ${redactUrls(errorMessage(error))}`,
             status: 502,
           });
-          if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
+          if (sse) store.close(streamId, 'failed').catch(() => {});
           metrics.streams.inc(labelSets.with(labels, 'outcome', 'error'));
           done(
             scope,
@@ -583,11 +598,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     if (early !== undefined) {
       finish(entry, labels);
-      if (relay.sse) store.close(streamId!, 'failed').catch(() => {});
+      if (sse) store.close(streamId, 'failed').catch(() => {});
       clientSignal.removeEventListener('abort', clientGone);
       return upstreamFailure(call, early);
     }
     responded = true;
+    relay = startRelay();
 
     // An adapter that writes to the socket itself (node/serve.ts) needs no ReadableStream.
     return takesDirectResponse(request)
@@ -717,7 +733,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (ticker !== undefined) clearInterval(ticker);
       for (const stream of active) {
         stream.coalescer?.flush();
-        stream.relay.fail({
+        stream.relay?.fail({
           message: 'the gateway is shutting down',
           status: 503,
           errorType: 'unavailable_error',
