@@ -26,15 +26,28 @@ export interface PreparedRequest {
   body: string | undefined;
 }
 
-export function prepareRequest(input: StreamRequest, lastEventId: string | undefined): PreparedRequest {
-  const url = String(input.url);
+/**
+ * The last URL checked and its path: a gateway (or any client in a loop) sends to the same upstream URL
+ * again and again, and the parse is on the way to the request leaving.
+ */
+let lastUrl: { href: string; pathname: string } | undefined;
+
+function pathnameOf(url: string): string {
+  if (lastUrl?.href === url) return lastUrl.pathname;
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch (cause) {
     throw new RequestFailedError('invalid-request', `not a URL: ${JSON.stringify(url)}`, { cause });
   }
-  const dialect = input.dialect !== undefined ? getDialect(input.dialect) : dialectForPath(parsed.pathname);
+  lastUrl = { href: url, pathname: parsed.pathname };
+  return parsed.pathname;
+}
+
+export function prepareRequest(input: StreamRequest, lastEventId: string | undefined): PreparedRequest {
+  const url = String(input.url);
+  const pathname = pathnameOf(url);
+  const dialect = input.dialect !== undefined ? getDialect(input.dialect) : dialectForPath(pathname);
   let body: Record<string, unknown> | undefined;
   if (input.body !== undefined) {
     body = input.body;
