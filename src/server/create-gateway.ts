@@ -390,17 +390,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     let firstContentAt: number | undefined;
     let upstreamStopped = false;
     const sse = scope.format !== 'text' && dialect.framing === 'sse';
-    // Built once the upstream has answered (see below), before any of its events: until then no
-    // relay's set-up stands between the client's request and the upstream's.
-    let relay: Relay | undefined;
-    let coalescer: TextCoalescer | undefined;
+    // The relay is built once the upstream has answered (see below), before any of its events: until
+    // then no relay's set-up stands between the client's request and the upstream's. Undefined before.
     const entry: ActiveStream = { relay: undefined, coalescer: undefined, upstreamAbort };
     let detachTimer: ReturnType<typeof setTimeout> | undefined;
     let left = false;
     const clientGone = () => {
       if (left) return;
       left = true;
-      relay?.clientLeft();
+      entry.relay?.clientLeft();
       trace?.clientLeft();
       if (options.keepStreamOnDisconnect === true) {
         detachTimer ??= setTimeout(() => upstreamAbort.abort(), options.detachedTimeoutMs ?? 60000);
@@ -447,9 +445,10 @@ export function createGateway(options: GatewayOptions): Gateway {
               onCancel: () => clientGone(),
             });
       // The gateway coalesces itself (not the relay), so the echoed prompt is never merged into the answer.
-      coalescer = isCoalescing(flush) ? new TextCoalescer(flush, (event) => started.event(event)) : undefined;
+      entry.coalescer = isCoalescing(flush)
+        ? new TextCoalescer(flush, (event) => started.event(event))
+        : undefined;
       entry.relay = started;
-      entry.coalescer = coalescer;
       if (left) started.clientLeft();
       // `stream_options.include_prompt`: the prompt as the stream's first content, in the route's own
       // text shape (vLLM's `echo`: the last message's content, right after the role chunk). Written past
@@ -464,8 +463,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     active.add(entry);
     metrics.active.add(labels, 1);
     // One handler on the run for the whole stream (every extra then/race/finally stays attached to each
-    // open stream). Until the response is returned, a failure is early: it goes back as an HTTP error.
-    let responded = false;
+    // open stream). Until the response is returned (and the relay built), a failure is early: it goes
+    // back as an HTTP error.
     let early: unknown;
     let wake: (() => void) | undefined;
     const run = runStream(
@@ -484,11 +483,11 @@ export function createGateway(options: GatewayOptions): Gateway {
             firstContentAt = now();
             trace?.firstToken(firstContentAt - startedAt);
           }
-          if (coalescer !== undefined) coalescer.push(event);
-          else relay!.event(event);
+          if (entry.coalescer !== undefined) entry.coalescer.push(event);
+          else entry.relay!.event(event);
         },
-        afterChunk: () => relay!.flushEncoder(),
-        backpressure: () => relay!.backpressure(),
+        afterChunk: () => entry.relay!.flushEncoder(),
+        backpressure: () => entry.relay!.backpressure(),
       },
     );
     const streamLog = sse ? streamId : undefined;
@@ -499,11 +498,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
     run.then(
       (result) => {
-        // The upstream answered, so the relay started (the wait below, or its timeout, started it).
-        const relay = entry.relay ?? startRelay();
+        // The upstream answered, so the relay was built (after the wait below, or its timeout).
+        const relay = entry.relay!;
         try {
           trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - startedAt);
-          coalescer?.flush();
+          entry.coalescer?.flush();
           relay.flushEncoder();
           let outcome: StreamOutcome;
           let endState: EndState;
@@ -556,14 +555,14 @@ export function createGateway(options: GatewayOptions): Gateway {
         }
       },
       (error: unknown) => {
-        if (!responded) {
+        if (entry.relay === undefined) {
           early = error ?? new Error('upstream failed');
           wake?.();
           return;
         }
-        const relay = entry.relay ?? startRelay();
+        const relay = entry.relay;
         try {
-          coalescer?.flush();
+          entry.coalescer?.flush();
           relay.fail({
             message: `upstream ${upstream.name}: ${redactUrls(errorMessage(error))}`,
             status: 502,
@@ -602,8 +601,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       clientSignal.removeEventListener('abort', clientGone);
       return upstreamFailure(call, early);
     }
-    responded = true;
-    relay = startRelay();
+    const relay = startRelay();
 
     // An adapter that writes to the socket itself (node/serve.ts) needs no ReadableStream.
     return takesDirectResponse(request)

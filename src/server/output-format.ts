@@ -4,10 +4,10 @@ import { RequestError } from '../dialects/dialect.ts';
 export type OutputFormat = 'dialect' | 'text';
 
 /**
- * `format` is the query's `format` parameter. Plain text when the query says `?format=text`, or when `text/plain` is the client's first choice
- * in `Accept` (highest q, earliest on ties). A listed-but-not-first `text/plain` (axios sends
- * `application/json, text/plain, *\/*`) keeps the dialect's stream. `?format=` with any other value
- * than `text` or `dialect` is a 400 naming `format`.
+ * Plain text when the query's `format` parameter (`format`) says `text`, or when `text/plain` is the
+ * client's first choice in `Accept` (highest q, earliest on ties). A listed-but-not-first `text/plain`
+ * (axios sends `application/json, text/plain, *\/*`) keeps the dialect's stream. `?format=` with any
+ * other value than `text` or `dialect` is a 400 naming `format`.
  */
 export function outputFormat(format: string | null, accept: string | null): OutputFormat {
   if (format !== null) {
