@@ -51,7 +51,8 @@ export interface StreamOptions {
   onChunk?: ((chunk: Uint8Array, atMs: number) => void) | undefined;
   /**
    * The response, once its headers are in. Its body is the client's to read: with a fetch that pushes
-   * (the node:http fetch of `tokenwire/node`), a successful response's `body` is null (push-source.ts).
+   * (the node:http fetch of `tokenwire/node`), a successful response is a stand-in with `status`,
+   * `statusText`, `ok`, `url`, `headers` (get, has, forEach, iteration) and a null `body` (push-source.ts).
    */
   onResponse?: ((response: Response) => void) | undefined;
 }

@@ -202,7 +202,7 @@ export function guardGateway(
         directOnlyResponse(guardedDirectBody(directOnly, redactor, release), {
           status: response.status,
           statusText: response.statusText,
-          headers: new Headers(response.headers),
+          headers: response.headers,
         }),
         corsOrigin,
       );

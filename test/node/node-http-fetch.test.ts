@@ -125,6 +125,15 @@ describe('createNodeHttpFetch', () => {
     const init = { method: 'POST', body: '{}', [PUSH_ONLY]: true } as RequestInit;
     const good = await fetchFn(`${server.url}/good`, init);
     assert.equal(good.body, null);
+    // The stand-in a push reader gets: what a streaming reader reads of a Response.
+    assert.equal(good.status, 200);
+    assert.equal(good.ok, true);
+    assert.equal(good.url, `${server.url}/good`);
+    assert.equal(good.headers.get('Content-Type'), 'text/event-stream');
+    assert.deepEqual(
+      [...good.headers].find(([key]) => key === 'content-type'),
+      ['content-type', 'text/event-stream'],
+    );
     const chunks: string[] = [];
     await new Promise<void>((resolve, reject) => {
       pushSourceOf(good)!.subscribe({
