@@ -26,6 +26,9 @@ export const OPENAI_CHAT_FLAVORS: readonly OpenAiChatFlavor[] = [
 ];
 
 const VLLM_TEXT_SUFFIX = '},"logprobs":null,"finish_reason":null,"token_ids":null}]}';
+/** vLLM's first chunk after the envelope's `"choices":[`: the role, and `prompt_token_ids` after the choices. */
+const VLLM_ROLE_CHOICE =
+  '{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"prompt_token_ids":null}';
 
 export class OpenAiChatEncoder implements DialectEncoder {
   readonly framing = 'sse' as const;
@@ -43,6 +46,8 @@ export class OpenAiChatEncoder implements DialectEncoder {
   #roleSent = false;
   /** vLLM text chunks up to the text (see `event`). */
   #textPrefix: string | undefined;
+  /** vLLM: this stream's chunk envelope as JSON, up to the choices' contents (`…,"choices":[`). */
+  #head: string | undefined;
   readonly #totals = new StreamTotals();
   readonly #streamedTools = new Set<number>();
   #toolCalls = 0;
@@ -62,6 +67,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
     switch (event.type) {
       case 'start':
         this.#textPrefix = undefined;
+        this.#head = undefined;
         this.#id ??= event.id;
         this.#model ??= event.model;
         this.#created ??= event.created;
@@ -163,11 +169,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
     if (this.#roleSent) return;
     this.#roleSent = true;
     if (this.#flavor === 'vllm') {
-      const chunk = this.#envelope([
-        { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
-      ]);
-      chunk.prompt_token_ids = null;
-      sink(this.#stringify(chunk));
+      sink(`${this.#envelopeHead()}${VLLM_ROLE_CHOICE}`);
     } else {
       sink(
         this.#stringify(
@@ -178,9 +180,17 @@ export class OpenAiChatEncoder implements DialectEncoder {
   }
 
   #textChunkPrefix(): string {
-    const envelope = JSON.stringify(this.#envelope([]));
-    // `…,"choices":[]}` -> `…,"choices":[{"index":0,"delta":{"content":`
-    return `${envelope.slice(0, -2)}{"index":0,"delta":{"content":`;
+    return `${this.#envelopeHead()}{"index":0,"delta":{"content":`;
+  }
+
+  /**
+   * vLLM chunks are the envelope with the choices after the last key: `…,"choices":[]}` is serialized
+   * once per stream and cut to `…,"choices":[`, then each chunk is that and its own choice (the bytes
+   * equal JSON.stringify of the whole chunk).
+   */
+  #envelopeHead(): string {
+    this.#head ??= JSON.stringify(this.#envelope([])).slice(0, -2);
+    return this.#head;
   }
 
   #reasoning(text: string): JsonRecord {

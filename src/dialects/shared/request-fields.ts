@@ -185,6 +185,10 @@ export function extraFields(
  */
 export function dropUndefined<T extends object>(value: T): T {
   const kept: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(value)) if (field !== undefined) kept[key] = field;
+  // for…in, not Object.entries: no array per field (`value` is a plain object this code built).
+  for (const key in value) {
+    const field = value[key];
+    if (field !== undefined) kept[key] = field;
+  }
   return kept as T;
 }
