@@ -110,20 +110,34 @@ async function run(prepared: PreparedRequest, options: StreamOptions, hooks: Run
       timeouts.idleMs !== undefined ||
       timeouts.totalMs !== undefined);
   const internal = timed ? new AbortController() : undefined;
-  const signals: AbortSignal[] = [];
-  if (internal !== undefined) signals.push(internal.signal);
-  if (options.signal !== undefined) signals.push(options.signal);
-  if (hooks.consumerSignal !== undefined) signals.push(hooks.consumerSignal);
-  const signal =
-    signals.length === 0 ? NEVER_ABORTED : signals.length === 1 ? signals[0]! : AbortSignal.any(signals);
-  if (signal.aborted)
+  let signal: AbortSignal;
+  let unlink: (() => void) | undefined;
+  if (internal !== undefined) {
+    // The timeouts' controller follows the caller's signals: a listener each, where AbortSignal.any
+    // would build one more signal and its weak-reference bookkeeping (about 10 µs per request in Node 20).
+    signal = internal.signal;
+    unlink = follow(internal, options.signal, hooks.consumerSignal);
+  } else if (options.signal !== undefined && hooks.consumerSignal !== undefined) {
+    signal = AbortSignal.any([options.signal, hooks.consumerSignal]);
+  } else {
+    signal = options.signal ?? hooks.consumerSignal ?? NEVER_ABORTED;
+  }
+  if (signal.aborted) {
+    unlink?.();
     throw new RequestFailedError(
       'aborted',
       `${prepared.method} ${prepared.url} was aborted before it was sent`,
       { url: prepared.url },
     );
+  }
 
   let expired: TimeoutKind | undefined;
+  // Every way out of this run stops the timer and drops the listeners on the caller's signals (a
+  // long-lived signal would otherwise keep one per request it ever served).
+  const stop = () => {
+    deadlines.stop();
+    unlink?.();
+  };
   const deadlines = new Deadlines(
     timeouts ?? {},
     (kind) => {
@@ -149,7 +163,7 @@ async function run(prepared: PreparedRequest, options: StreamOptions, hooks: Run
       ? (fetchFn as unknown as (url: string, init: RequestInit) => Promise<Response>)(prepared.url, init)
       : fetchFn(outgoing));
   } catch (cause) {
-    deadlines.stop();
+    stop();
     throw requestFailure(prepared, expired, options.signal, hooks.consumerSignal, cause);
   }
   deadlines.headers();
@@ -157,8 +171,12 @@ async function run(prepared: PreparedRequest, options: StreamOptions, hooks: Run
   options.onResponse?.(response);
 
   if (!response.ok) {
-    const body = await readBounded(response, MAX_ERROR_BODY_BYTES);
-    deadlines.stop();
+    let body: string;
+    try {
+      body = await readBounded(response, MAX_ERROR_BODY_BYTES);
+    } finally {
+      stop();
+    }
     throw new HttpError({
       method: prepared.method,
       url: prepared.url,
@@ -175,7 +193,7 @@ async function run(prepared: PreparedRequest, options: StreamOptions, hooks: Run
   try {
     await reader.read(signal);
   } finally {
-    deadlines.stop();
+    stop();
     keepAlive(outgoing);
   }
   const outcome = reader.outcome(expired, options.signal, hooks.consumerSignal);
@@ -685,4 +703,30 @@ function boundedText(parts: readonly Uint8Array[], limit: number): string {
 /** Keeps a value reachable up to this call (see the comment on `outgoing`). */
 function keepAlive(value: unknown): void {
   if (value === null) throw new Error('unreachable');
+}
+
+/**
+ * Aborts `controller` when any of `sources` aborts (at once if one already has), with that signal's
+ * reason, as AbortSignal.any would. Returns what removes the listeners.
+ */
+function follow(
+  controller: AbortController,
+  ...sources: (AbortSignal | undefined)[]
+): (() => void) | undefined {
+  let unlink: (() => void) | undefined;
+  for (const source of sources) {
+    if (source === undefined) continue;
+    if (source.aborted) {
+      controller.abort(source.reason);
+      continue;
+    }
+    const onAbort = () => controller.abort(source.reason);
+    source.addEventListener('abort', onAbort, { once: true });
+    const previous = unlink;
+    unlink = () => {
+      previous?.();
+      source.removeEventListener('abort', onAbort);
+    };
+  }
+  return unlink;
 }

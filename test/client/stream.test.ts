@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { HttpError, RequestFailedError } from '../../src/client/client-errors.ts';
@@ -134,6 +135,38 @@ describe('client over real HTTP', () => {
     await server.requests[0]!.closed;
     assert.ok(server.requests[0]!.closedEarlyAtMs !== undefined);
     assert.ok(performance.now() - abortedAt < 1000);
+  });
+
+  it('with timeouts set, an abort still reaches the server, and a reused signal keeps no listener', async () => {
+    const steps: Step[] = [];
+    for (let i = 0; i < 100; i++) {
+      steps.push({ write: `data: {"choices":[{"index":0,"delta":{"content":"t${i} "}}]}\n\n` }, { wait: 20 });
+    }
+    const slow = await serverWith({ headers: sse, steps });
+    const quick = await serverWith({ headers: sse, steps: paced(fixture('vllm-chat.sse'), 5) });
+    const controller = new AbortController();
+    const options = { signal: controller.signal, timeouts: { idleMs: 5000, totalMs: 20000 } };
+    // A long-lived signal passed to many requests: each run drops its listener when it ends, whether
+    // it completed or failed.
+    for (let i = 0; i < 3; i++) {
+      const result = await complete({ url: `${quick.url}/v1/chat/completions`, body: chatBody }, options);
+      assert.equal(result.complete, true);
+    }
+    await assert.rejects(
+      complete({ url: 'http://127.0.0.1:9/v1/chat/completions', body: chatBody }, options),
+      RequestFailedError,
+    );
+    assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
+
+    const tokens = stream({ url: `${slow.url}/v1/chat/completions`, body: chatBody }, options);
+    let seen = 0;
+    for await (const event of tokens) {
+      if (event.type === 'text' && ++seen === 3) controller.abort();
+    }
+    const result = await tokens.result;
+    assert.equal(result.incomplete, 'aborted');
+    await slow.requests[0]!.closed;
+    assert.ok(slow.requests[0]!.closedEarlyAtMs !== undefined);
   });
 
   it('breaking out of the loop aborts the request too', async () => {
