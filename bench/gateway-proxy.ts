@@ -15,7 +15,7 @@ import { createNodeHttpFetch } from '../src/node/node-http-fetch.ts';
 import { serve } from '../src/node/serve.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
 import { createGuardedGateway } from '../src/server/guard-gateway.ts';
-import type { Upstream } from '../src/server/upstream.ts';
+import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../src/server/upstream.ts';
 
 const [mode, upstreamUrl] = process.argv.slice(2);
 if ((mode !== 'bare' && mode !== 'gateway') || upstreamUrl === undefined) {
@@ -62,10 +62,11 @@ async function startGateway(target: string): Promise<string> {
   // the global fetch instead (undici's share of the cost).
   const fetch = process.env.BENCH_UPSTREAM_FETCH === 'undici' ? undefined : createNodeHttpFetch();
   // What `tokenwire serve` runs: the gateway behind its guard (keys, limits, CORS, redaction), with the
-  // CLI's defaults (none of them set).
+  // CLI's defaults (none of the guard's set; the upstream timeout on).
   // BENCH_GATEWAY=unguarded measures createGateway alone (what the guard costs).
+  const timeouts = { connectMs: DEFAULT_UPSTREAM_TIMEOUT_MS, idleMs: DEFAULT_UPSTREAM_TIMEOUT_MS };
   const upstreams: Upstream[] = [
-    { name: 'sim', url: target, dialects: ['openai-chat'], models: ['sim'], fetch },
+    { name: 'sim', url: target, dialects: ['openai-chat'], models: ['sim'], fetch, timeouts },
   ];
   const handler =
     process.env.BENCH_GATEWAY === 'unguarded'

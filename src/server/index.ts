@@ -32,4 +32,4 @@ export type {
 export { formatEventId, parseEventId, ResumeGapError } from './resume-store.ts';
 export { REDACTED, SecretRedactor, upstreamSecrets } from './secret-redactor.ts';
 export type { FetchLike, Upstream } from './upstream.ts';
-export { pickUpstreamDialect } from './upstream.ts';
+export { DEFAULT_UPSTREAM_TIMEOUT_MS, pickUpstreamDialect } from './upstream.ts';

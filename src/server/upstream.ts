@@ -19,9 +19,19 @@ export interface Upstream {
   headers?: Record<string, string> | undefined;
   /** Models to list on /v1/models and /api/tags. */
   models?: readonly string[] | undefined;
-  /** Timeouts for the upstream call (idle, first byte…). */
+  /**
+   * Timeouts for the upstream call (idle, first byte…); none when undefined. `tokenwire serve` sets
+   * `connectMs` and `idleMs` to DEFAULT_UPSTREAM_TIMEOUT_MS (`--upstream-timeout-ms`).
+   */
   timeouts?: TimeoutOptions | undefined;
 }
+
+/**
+ * `tokenwire serve`'s upstream timeout: no response headers, or no event after them, for 5 minutes. Long
+ * enough for a queued request's prompt processing on a busy or CPU-only server (nothing is streamed
+ * until the first token), short enough that a hung upstream does not hold a client forever.
+ */
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 300_000;
 
 const CHAT_DIALECTS: readonly DialectId[] = ['openai-chat', 'ollama-chat'];
 

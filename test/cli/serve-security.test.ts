@@ -1,63 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { CliIo } from '../../src/cli/cli-io.ts';
-import { runCli } from '../../src/cli/run-cli.ts';
 import { startRedis, type TestRedis } from '../helpers/redis-server.ts';
 import { readSse } from '../helpers/sse-read.ts';
-
-interface Running {
-  out: () => string;
-  err: () => string;
-  /** The first stdout line (the --json start-up record) once written. */
-  started: Promise<Record<string, unknown>>;
-  stop(): Promise<number>;
-}
-
-/** `tokenwire serve …` in-process, stopped like Ctrl-C. */
-function startServe(args: string[], env: Record<string, string> = {}): Running {
-  const controller = new AbortController();
-  let out = '';
-  let err = '';
-  let onLine: (line: string) => void = () => {};
-  const firstLine = new Promise<string>((resolve) => {
-    onLine = resolve;
-  });
-  const io: CliIo = {
-    stdout: {
-      write: (text: string) => {
-        out += text;
-        if (out.includes('\n')) onLine(out.split('\n')[0]!);
-        return true;
-      },
-    },
-    stderr: {
-      write: (text: string) => {
-        err += text;
-        return true;
-      },
-    },
-    env: { NO_COLOR: '1', ...env },
-    signal: controller.signal,
-  };
-  const exit = runCli(['serve', '--port', '0', ...args], io);
-  const started = Promise.race([
-    firstLine.then((line) =>
-      args.includes('--json') ? (JSON.parse(line) as Record<string, unknown>) : { line },
-    ),
-    exit.then((code) => {
-      throw new Error(`serve exited with ${code}: ${err}`);
-    }),
-  ]);
-  return {
-    out: () => out,
-    err: () => err,
-    started,
-    stop: async () => {
-      controller.abort();
-      return exit;
-    },
-  };
-}
+import { startServe } from './cli-helpers.ts';
 
 const chat = JSON.stringify({
   model: 'sim',

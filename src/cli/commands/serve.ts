@@ -9,7 +9,7 @@ import type { GatewayOptions } from '../../server/create-gateway.ts';
 import { createGuardedGateway } from '../../server/guard-gateway.ts';
 import { LOG_LEVELS, type LogLevel } from '../../server/request-log.ts';
 import type { ResumeStore } from '../../server/resume-store.ts';
-import type { Upstream } from '../../server/upstream.ts';
+import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../../server/upstream.ts';
 import { createSim } from '../../sim/create-sim.ts';
 import { FAULTS, parseFaults } from '../../sim/faults.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
@@ -26,6 +26,9 @@ Options:
   --upstream URL              Front a real server (vLLM, llama-server, TGI, Ollama) instead of the simulator
   --upstream-dialect LIST     Dialects the upstream speaks, comma-separated (default: found by probing)
   --upstream-header 'K: V'    Header sent upstream, e.g. credentials (repeatable; never echoed or logged)
+  --upstream-timeout-ms N     Cut an upstream that makes no progress for N ms: no response headers, then
+                              no event (keepalive comments do not count); the client gets the dialect's
+                              error and an incomplete end (default 300000; 0 = never)
   --api-key KEY               Require this API key (repeatable; or TOKENWIRE_API_KEYS=k1,k2), sent as
                               "Authorization: Bearer KEY" or "X-API-Key: KEY" (default: no key asked)
   --max-streams N             Serve at most N generation requests at once; more get 429 + Retry-After
@@ -67,6 +70,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       upstream: { type: 'string' },
       'upstream-dialect': { type: 'string' },
       'upstream-header': { type: 'string', multiple: true },
+      'upstream-timeout-ms': { type: 'string' },
       'keepalive-ms': { type: 'string' },
       'api-key': { type: 'string', multiple: true },
       'max-streams': { type: 'string' },
@@ -103,6 +107,12 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     upstreamHeaders[header.slice(0, colon).trim().toLowerCase()] = header.slice(colon + 1).trim();
   }
 
+  const timeoutMs =
+    values['upstream-timeout-ms'] === undefined
+      ? DEFAULT_UPSTREAM_TIMEOUT_MS
+      : integer(values['upstream-timeout-ms'], '--upstream-timeout-ms');
+  // A stalled upstream is cut rather than kept open forever behind the gateway's keepalives.
+  const timeouts = timeoutMs === 0 ? undefined : { connectMs: timeoutMs, idleMs: timeoutMs };
   let upstream: Upstream;
   let upstreamText: string;
   if (values.upstream !== undefined) {
@@ -134,6 +144,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       headers: upstreamHeaders,
       models,
       fetch: createNodeHttpFetch(),
+      timeouts,
     };
     upstreamText = `${url.origin} (${dialects.join(', ')})`;
   } else {
@@ -152,6 +163,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       dialects: DIALECT_IDS,
       fetch: sim.fetch,
       models: ['sim'],
+      timeouts,
     };
     upstreamText = 'the built-in simulated model (all six dialects)';
   }
