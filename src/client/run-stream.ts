@@ -92,12 +92,32 @@ export function runStream(
   } catch (error) {
     return Promise.reject(error);
   }
-  // The suspended frame of `run` outlives the request by the whole stream: it gets only what it reads,
-  // not the caller's request (its body object and headers).
-  return run(prepared, options, hooks);
+  // Two steps, so the request is not held for the whole stream: a suspended async function keeps its
+  // parameters, and `open`, which takes the prepared request (its body: the whole prompt), ends when the
+  // response is in; `readToEnd`, suspended for the rest of the stream, gets only what reading needs.
+  return open(prepared, options, hooks).then(readToEnd);
 }
 
-async function run(prepared: PreparedRequest, options: StreamOptions, hooks: RunHooks): Promise<Result> {
+/** A stream whose response has begun: what reading it to the end needs. */
+interface OpenedStream {
+  reader: StreamReader;
+  signal: AbortSignal;
+  options: StreamOptions;
+  hooks: RunHooks;
+  metrics: MetricsRecorder;
+  /** The Request to keep alive while reading (see `open`), if one was built. */
+  outgoing: Request | undefined;
+  /** Stops the timer and drops the listeners on the caller's signals. */
+  stop(): void;
+  /** The timeout that expired, if one did. */
+  expired(): TimeoutKind | undefined;
+}
+
+async function open(
+  prepared: PreparedRequest,
+  options: StreamOptions,
+  hooks: RunHooks,
+): Promise<OpenedStream> {
   const now = options.now ?? (() => performance.now());
   const metrics = new MetricsRecorder(now);
   // AbortControllers and Requests are costly in Node 20 (each signal is made transferable): only the
@@ -187,24 +207,27 @@ async function run(prepared: PreparedRequest, options: StreamOptions, hooks: Run
     });
   }
 
-  const reader = new StreamReader(prepared, response, options, hooks, metrics, deadlines, now);
   // The reader lets the Response go once it has its body: an open stream holds no Response.
-  response = undefined;
+  const reader = new StreamReader(prepared, response, options, hooks, metrics, deadlines, now);
+  return { reader, signal, options, hooks, metrics, outgoing, stop, expired: () => expired };
+}
+
+async function readToEnd(stream: OpenedStream): Promise<Result> {
+  const { reader, options, hooks, metrics } = stream;
   try {
-    await reader.read(signal);
+    await reader.read(stream.signal);
   } finally {
-    stop();
-    keepAlive(outgoing);
+    stream.stop();
+    keepAlive(stream.outgoing);
   }
-  const outcome = reader.outcome(expired, options.signal, hooks.consumerSignal);
-  const result = reader.builder.build({
+  const outcome = reader.outcome(stream.expired(), options.signal, hooks.consumerSignal);
+  return reader.builder.build({
     complete: outcome.incomplete === undefined,
     incomplete: outcome.incomplete,
     error: outcome.error,
     dialect: reader.dialect?.id,
     metrics: metrics.finish(reader.builder.usage),
   });
-  return result;
 }
 
 class StreamReader {
@@ -223,7 +246,8 @@ class StreamReader {
   #announced: Framing | undefined;
   #contentType: string | null = null;
   readonly #cumulative: CumulativeTextFilter | undefined;
-  readonly #prepared: PreparedRequest;
+  /** The request's URL (dialect detection reads its path); the rest of the request is not kept. */
+  readonly #url: string;
   /** Until reading starts: then only the body is kept. */
   #response: Response | undefined;
   readonly #options: StreamOptions;
@@ -242,7 +266,7 @@ class StreamReader {
     deadlines: Deadlines,
     now: () => number,
   ) {
-    this.#prepared = prepared;
+    this.#url = prepared.url;
     this.#response = response;
     this.#options = options;
     this.#hooks = hooks;
@@ -523,7 +547,7 @@ class StreamReader {
       payload = undefined;
     }
     const found = detectDialect({
-      path: new URL(this.#prepared.url).pathname,
+      path: new URL(this.#url).pathname,
       contentType: this.#contentType ?? undefined,
       payload,
     });

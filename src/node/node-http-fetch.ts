@@ -66,8 +66,11 @@ export function createNodeHttpFetch(
       signal = init?.signal ?? undefined;
       pushOnly = (init as Record<symbol, unknown> | undefined)?.[PUSH_ONLY] === true;
     }
-    if (body !== undefined)
-      headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
+    // A string body goes as bytes: node:http then writes its header block as a chunk of its own, which
+    // flattens it, instead of joining it to the body, which left the header a tree of concatenated
+    // strings held by the request to its end (about 1 KiB per open stream in a heap snapshot).
+    let payload: Uint8Array | undefined = typeof body === 'string' ? Buffer.from(body) : body;
+    if (payload !== undefined) headers['content-length'] = String(payload.length);
     if (signal?.aborted === true) throw abortError(signal);
     return new Promise<Response>((resolve, reject) => {
       // The request's listeners outlive the promise: they reach it only through `pending`, dropped once
@@ -132,7 +135,9 @@ export function createNodeHttpFetch(
       }
       outgoing.on('socket', (socket) => socket.setNoDelay(true));
       outgoing.on('error', fail);
-      outgoing.end(body);
+      outgoing.end(payload);
+      // Sent (or queued on the request): this scope outlives the request and need not hold the bytes.
+      payload = undefined;
     });
   };
   (nodeFetch as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] = true;

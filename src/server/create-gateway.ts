@@ -320,7 +320,14 @@ export function createGateway(options: GatewayOptions): Gateway {
       signal: upstreamAbort.signal,
       timeouts: upstream.timeouts,
     };
-    const base = { route: dialect.id, upstream, upstreamDialect: upstreamDialect.id, chat };
+    // The end record needs the request's model, and its prompt only when content is logged: an open
+    // stream keeps `base` to its end, so it does not keep the parsed messages otherwise.
+    const base = {
+      route: dialect.id,
+      upstream,
+      upstreamDialect: upstreamDialect.id,
+      chat: options.logContent === true ? chat : { model: chat.model },
+    };
 
     const call: Call = {
       dialect,
@@ -387,6 +394,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     const trace = scope.trace;
     const startedAt = scope.startedAt;
     const flavor = options.flavors?.[dialect.id];
+    // What the relay needs of the request, taken now: the closures below live as long as the stream, and
+    // the parsed request (its messages: the whole prompt) is not kept with them.
+    const model = chat.model;
+    const includeUsage = chat.includeUsage === true;
+    const echoed = includePrompt ? (chat.prompt ?? chat.messages?.at(-1)?.content ?? '') : '';
     let firstContentAt: number | undefined;
     let upstreamStopped = false;
     const sse = scope.format !== 'text' && dialect.framing === 'sse';
@@ -423,7 +435,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         dialect: dialect.id,
         flavor,
         headers,
-        model: chat.model,
+        model,
         createdAt: Date.now(),
       });
     }
@@ -434,11 +446,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           : new StreamRelay({
               streamId,
               dialect,
-              encoder: dialect.createEncoder({
-                flavor,
-                includeUsage: chat.includeUsage === true,
-                model: chat.model,
-              }),
+              encoder: dialect.createEncoder({ flavor, includeUsage, model }),
               store,
               retryMs,
               now,
@@ -453,10 +461,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       // `stream_options.include_prompt`: the prompt as the stream's first content, in the route's own
       // text shape (vLLM's `echo`: the last message's content, right after the role chunk). Written past
       // the event accounting, so it counts in no TTFT, token count or log line.
-      if (includePrompt) {
-        const prompt = chat.prompt ?? chat.messages?.at(-1)?.content ?? '';
-        if (prompt !== '') started.event({ type: 'text', text: prompt });
-      }
+      if (echoed !== '') started.event({ type: 'text', text: echoed });
       return started;
     };
 
