@@ -107,7 +107,7 @@ interface OpenedStream {
   metrics: MetricsRecorder;
   /** The Request to keep alive while reading (see `open`), if one was built. */
   outgoing: Request | undefined;
-  /** Stops the timer and drops the listeners on the caller's signals. */
+  /** Stops the timer. */
   stop(): void;
   /** The timeout that expired, if one did. */
   expired(): TimeoutKind | undefined;
@@ -130,20 +130,15 @@ async function open(
       timeouts.idleMs !== undefined ||
       timeouts.totalMs !== undefined);
   const internal = timed ? new AbortController() : undefined;
-  let signal: AbortSignal;
-  let unlink: (() => void) | undefined;
-  if (internal !== undefined) {
-    // The timeouts' controller follows the caller's signals: a listener each, where AbortSignal.any
-    // would build one more signal and its weak-reference bookkeeping (about 10 µs per request in Node 20).
-    signal = internal.signal;
-    unlink = follow(internal, options.signal, hooks.consumerSignal);
-  } else if (options.signal !== undefined && hooks.consumerSignal !== undefined) {
-    signal = AbortSignal.any([options.signal, hooks.consumerSignal]);
-  } else {
-    signal = options.signal ?? hooks.consumerSignal ?? NEVER_ABORTED;
-  }
+  const signals: AbortSignal[] = [];
+  if (internal !== undefined) signals.push(internal.signal);
+  if (options.signal !== undefined) signals.push(options.signal);
+  if (hooks.consumerSignal !== undefined) signals.push(hooks.consumerSignal);
+  // AbortSignal.any, not a listener on the caller's signal: one signal is often shared by many
+  // concurrent requests (a page, a CLI run), and Node warns of a leak past 10 listeners on it.
+  const signal =
+    signals.length === 0 ? NEVER_ABORTED : signals.length === 1 ? signals[0]! : AbortSignal.any(signals);
   if (signal.aborted) {
-    unlink?.();
     throw new RequestFailedError(
       'aborted',
       `${prepared.method} ${prepared.url} was aborted before it was sent`,
@@ -152,12 +147,8 @@ async function open(
   }
 
   let expired: TimeoutKind | undefined;
-  // Every way out of this run stops the timer and drops the listeners on the caller's signals (a
-  // long-lived signal would otherwise keep one per request it ever served).
-  const stop = () => {
-    deadlines.stop();
-    unlink?.();
-  };
+  // Every way out of this run stops the timer.
+  const stop = () => deadlines.stop();
   const deadlines = new Deadlines(
     timeouts ?? {},
     (kind) => {
@@ -727,30 +718,4 @@ function boundedText(parts: readonly Uint8Array[], limit: number): string {
 /** Keeps a value reachable up to this call (see the comment on `outgoing`). */
 function keepAlive(value: unknown): void {
   if (value === null) throw new Error('unreachable');
-}
-
-/**
- * Aborts `controller` when any of `sources` aborts (at once if one already has), with that signal's
- * reason, as AbortSignal.any would. Returns what removes the listeners.
- */
-function follow(
-  controller: AbortController,
-  ...sources: (AbortSignal | undefined)[]
-): (() => void) | undefined {
-  let unlink: (() => void) | undefined;
-  for (const source of sources) {
-    if (source === undefined) continue;
-    if (source.aborted) {
-      controller.abort(source.reason);
-      continue;
-    }
-    const onAbort = () => controller.abort(source.reason);
-    source.addEventListener('abort', onAbort, { once: true });
-    const previous = unlink;
-    unlink = () => {
-      previous?.();
-      source.removeEventListener('abort', onAbort);
-    };
-  }
-  return unlink;
 }
