@@ -57,14 +57,17 @@ export interface StreamOptions {
   onResponse?: ((response: Response) => void) | undefined;
 }
 
-/** Internal hooks used by the async-iterable wrapper. */
+/** Internal hooks used by the async-iterable wrapper and the gateway. */
 export interface RunHooks {
   onEvent?: ((event: StreamEvent) => void) | undefined;
   /** Called after each read's events were delivered (a relay flushes its encoder here). */
   afterChunk?: (() => void) | undefined;
   /** Called after each read; a returned promise pauses reading until it settles (backpressure). */
   backpressure?: (() => Promise<void> | undefined) | undefined;
-  /** A signal the wrapper aborts when its consumer stops early. */
+  /**
+   * A signal of this request alone that its owner aborts to stop it (the wrapper when its consumer stops
+   * early, the gateway when its client leaves). Unlike `StreamOptions.signal`, never shared.
+   */
   consumerSignal?: AbortSignal | undefined;
 }
 
@@ -107,7 +110,7 @@ interface OpenedStream {
   metrics: MetricsRecorder;
   /** The Request to keep alive while reading (see `open`), if one was built. */
   outgoing: Request | undefined;
-  /** Stops the timer. */
+  /** Stops the timer and drops the listener on the consumer's signal. */
   stop(): void;
   /** The timeout that expired, if one did. */
   expired(): TimeoutKind | undefined;
@@ -130,15 +133,21 @@ async function open(
       timeouts.idleMs !== undefined ||
       timeouts.totalMs !== undefined);
   const internal = timed ? new AbortController() : undefined;
-  const signals: AbortSignal[] = [];
-  if (internal !== undefined) signals.push(internal.signal);
-  if (options.signal !== undefined) signals.push(options.signal);
-  if (hooks.consumerSignal !== undefined) signals.push(hooks.consumerSignal);
-  // AbortSignal.any, not a listener on the caller's signal: one signal is often shared by many
-  // concurrent requests (a page, a CLI run), and Node warns of a leak past 10 listeners on it.
+  // The consumer's signal belongs to this request alone (the async iterable's, the gateway's): a timed
+  // run's controller follows it with a listener, where AbortSignal.any would build one more signal and
+  // its weak-reference bookkeeping (about 10 µs per request in Node 20). The caller's signal may be
+  // shared by many concurrent requests (a page, a CLI run; Node warns past 10 listeners on one), so it
+  // joins through AbortSignal.any.
+  const unlink = internal !== undefined ? follow(internal, hooks.consumerSignal) : undefined;
+  const own = internal !== undefined ? internal.signal : hooks.consumerSignal;
   const signal =
-    signals.length === 0 ? NEVER_ABORTED : signals.length === 1 ? signals[0]! : AbortSignal.any(signals);
+    own === undefined
+      ? (options.signal ?? NEVER_ABORTED)
+      : options.signal === undefined
+        ? own
+        : AbortSignal.any([own, options.signal]);
   if (signal.aborted) {
+    unlink?.();
     throw new RequestFailedError(
       'aborted',
       `${prepared.method} ${prepared.url} was aborted before it was sent`,
@@ -147,8 +156,11 @@ async function open(
   }
 
   let expired: TimeoutKind | undefined;
-  // Every way out of this run stops the timer.
-  const stop = () => deadlines.stop();
+  // Every way out of this run stops the timer and drops the listener on the consumer's signal.
+  const stop = () => {
+    deadlines.stop();
+    unlink?.();
+  };
   const deadlines = new Deadlines(
     timeouts ?? {},
     (kind) => {
@@ -718,4 +730,19 @@ function boundedText(parts: readonly Uint8Array[], limit: number): string {
 /** Keeps a value reachable up to this call (see the comment on `outgoing`). */
 function keepAlive(value: unknown): void {
   if (value === null) throw new Error('unreachable');
+}
+
+/**
+ * Aborts `controller` with `source`'s reason when `source` aborts (at once if it has). Returns what
+ * removes the listener.
+ */
+function follow(controller: AbortController, source: AbortSignal | undefined): (() => void) | undefined {
+  if (source === undefined) return undefined;
+  if (source.aborted) {
+    controller.abort(source.reason);
+    return undefined;
+  }
+  const onAbort = () => controller.abort(source.reason);
+  source.addEventListener('abort', onAbort, { once: true });
+  return () => source.removeEventListener('abort', onAbort);
 }

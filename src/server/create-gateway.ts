@@ -315,11 +315,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       // upstream's own credentials win over anything a client sent.
       headers: Object.assign(forwarded, trace?.startUpstream(), upstream.headers),
     };
-    const runOptions = {
-      fetch: upstream.fetch,
-      signal: upstreamAbort.signal,
-      timeouts: upstream.timeouts,
-    };
+    // The upstream call's abort is passed as the run's own consumer signal (RunHooks), not as a caller's
+    // signal: it belongs to this request alone, so a timed run follows it with a listener.
+    const runOptions = { fetch: upstream.fetch, timeouts: upstream.timeouts };
     // The end record needs the request's model, and its prompt only when content is logged: an open
     // stream keeps `base` to its end, so it does not keep the parsed messages otherwise.
     const base = {
@@ -352,7 +350,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const onClientGone = () => upstreamAbort.abort();
     request.signal.addEventListener('abort', onClientGone, { once: true });
     try {
-      const result = await runStream(target, runOptions);
+      const result = await runStream(target, runOptions, { consumerSignal: upstreamAbort.signal });
       trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - scope.startedAt);
       countTokens(labels, result);
       const ttftMs = result.metrics.ttftMs;
@@ -493,6 +491,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         },
         afterChunk: () => entry.relay!.flushEncoder(),
         backpressure: () => entry.relay!.backpressure(),
+        consumerSignal: upstreamAbort.signal,
       },
     );
     const streamLog = sse ? streamId : undefined;

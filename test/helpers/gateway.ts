@@ -1,6 +1,7 @@
 import { DIALECT_IDS, type DialectId } from '../../src/dialects/dialect.ts';
 import { type ServedHandler, serve } from '../../src/node/serve.ts';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/server/create-gateway.ts';
+import type { Upstream } from '../../src/server/upstream.ts';
 import { createSim, type Sim } from '../../src/sim/index.ts';
 import type { SimOptions } from '../../src/sim/sim-options.ts';
 
@@ -24,6 +25,9 @@ export async function startGateway(
     gateway?: Partial<GatewayOptions>;
     simOverHttp?: boolean;
     upstreamDialects?: readonly DialectId[];
+    /** With simOverHttp: the fetch that reaches it (default the global fetch). */
+    upstreamFetch?: Upstream['fetch'];
+    upstreamTimeouts?: Upstream['timeouts'];
   } = {},
 ): Promise<TestGateway> {
   const sim = createSim({ timing: { tokensPerSecond: 2000, loadMs: 0 }, ...options.sim });
@@ -35,8 +39,9 @@ export async function startGateway(
         name: 'sim',
         url: simServed?.url ?? 'http://sim.internal',
         dialects: options.upstreamDialects ?? DIALECT_IDS,
-        fetch: simServed === undefined ? sim.fetch : undefined,
+        fetch: simServed === undefined ? sim.fetch : options.upstreamFetch,
         models: ['sim'],
+        timeouts: options.upstreamTimeouts,
       },
     ],
     ...options.gateway,

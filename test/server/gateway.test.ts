@@ -3,6 +3,7 @@ import { after, describe, it } from 'node:test';
 import { HttpError } from '../../src/client/client-errors.ts';
 import { complete } from '../../src/client/token-stream.ts';
 import { openAiChat } from '../../src/dialects/openai-chat/index.ts';
+import { createNodeHttpFetch } from '../../src/node/node-http-fetch.ts';
 import { decodeChunks } from '../helpers/decode.ts';
 import { startGateway, type TestGateway } from '../helpers/gateway.ts';
 import { readSse } from '../helpers/sse-read.ts';
@@ -166,38 +167,46 @@ describe('gateway', () => {
     assert.equal(bad.status, 400);
   });
 
-  it('aborts the upstream (over HTTP) within 100 ms of the client leaving, and counts the cancelled tokens', async () => {
-    const g = await gatewayWith({ simOverHttp: true, sim: { timing: { tokensPerSecond: 100 } } });
-    const controller = new AbortController();
-    const response = await fetch(`${g.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: chat({ max_tokens: 200 }),
-      signal: controller.signal,
+  for (const [how, extra] of [
+    ['the global fetch', {}],
+    [
+      'the node:http fetch, upstream timeouts set',
+      { upstreamFetch: createNodeHttpFetch(), upstreamTimeouts: { connectMs: 5000, idleMs: 5000 } },
+    ],
+  ] as const)
+    it(`aborts the upstream (over HTTP, ${how}) within 100 ms of the client leaving, and counts the cancelled tokens`, async () => {
+      const g = await gatewayWith({ simOverHttp: true, sim: { timing: { tokensPerSecond: 100 } }, ...extra });
+      const controller = new AbortController();
+      const response = await fetch(`${g.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chat({ max_tokens: 200 }),
+        signal: controller.signal,
+      });
+      const reader = response.body!.getReader();
+      let received = 0;
+      while (received < 10) {
+        const next = await reader.read();
+        if (next.done) break;
+        received += 1;
+      }
+      const leftAt = Date.now();
+      controller.abort();
+      await g.sim.idle();
+      const record = g.sim.stats.log.at(-1)!;
+      assert.equal(record.outcome, 'cancelled');
+      assert.ok(record.endedAt - leftAt < 100, `upstream saw the abort after ${record.endedAt - leftAt} ms`);
+      assert.ok(record.outputTokens > 0 && record.outputTokens < 200);
+      // Give the relay a moment to account for the stream.
+      for (let i = 0; i < 50 && g.gateway.activeStreams() > 0; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const metrics = await (await fetch(`${g.url}/metrics`)).text();
+      assert.equal(
+        metricValue(metrics, 'tokenwire_streams_total', { outcome: 'cancelled', route: 'openai-chat' }),
+        1,
+      );
+      assert.ok(metricValue(metrics, 'tokenwire_output_tokens_total', { route: 'openai-chat' }) > 0);
     });
-    const reader = response.body!.getReader();
-    let received = 0;
-    while (received < 10) {
-      const next = await reader.read();
-      if (next.done) break;
-      received += 1;
-    }
-    const leftAt = Date.now();
-    controller.abort();
-    await g.sim.idle();
-    const record = g.sim.stats.log.at(-1)!;
-    assert.equal(record.outcome, 'cancelled');
-    assert.ok(record.endedAt - leftAt < 100, `upstream saw the abort after ${record.endedAt - leftAt} ms`);
-    assert.ok(record.outputTokens > 0 && record.outputTokens < 200);
-    // Give the relay a moment to account for the stream.
-    for (let i = 0; i < 50 && g.gateway.activeStreams() > 0; i++) await new Promise((r) => setTimeout(r, 10));
-    const metrics = await (await fetch(`${g.url}/metrics`)).text();
-    assert.equal(
-      metricValue(metrics, 'tokenwire_streams_total', { outcome: 'cancelled', route: 'openai-chat' }),
-      1,
-    );
-    assert.ok(metricValue(metrics, 'tokenwire_output_tokens_total', { route: 'openai-chat' }) > 0);
-  });
 
   it('passes an upstream HTTP error before the stream on as that status, in the dialect shape', async () => {
     const g = await gatewayWith();
