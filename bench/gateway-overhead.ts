@@ -20,7 +20,8 @@
  * - CPU per chunk: process.cpuUsage() of the proxy process across a cell, over the content chunks the
  *   upstream sent in that cell.
  * - RSS per open idle stream: 1000 streams held open before their first token (the simulator's `ttft`
- *   fault), proxy RSS (after a full GC) minus its RSS before, over 1000.
+ *   fault), proxy RSS (after a full GC) minus its RSS before, over 1000; on the bare and same-dialect
+ *   routes also with an 8 KiB longer prompt (heap per stream: does a stream keep its request?).
  * Rounds interleave the routes (the order rotates every round); figures pool the rounds. Before the
  * first round every route runs 2000 short streams (`--warm N`), so the proxies' per-request code is
  * JIT-optimized, as in a gateway that has been serving for a while.
@@ -36,6 +37,9 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 function monoMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
+
+/** Text for longer prompts in the idle-memory measurement. */
+const PROMPT_FILLER = 'The river bends past the old mill, where the water runs slow and green. ';
 
 type Via = 'direct' | 'bare' | 'gateway';
 
@@ -151,8 +155,15 @@ function openStream(
   maxTokens: number,
   agent: http.Agent,
   fault?: string,
+  promptBytes = 0,
 ): OpenStream {
-  const body = JSON.stringify(route.body(id, maxTokens));
+  const payload = route.body(id, maxTokens);
+  // A longer prompt (openai-chat bodies): the last message grows by `promptBytes` of text.
+  const messages = payload.messages as { content: string }[] | undefined;
+  const last = messages?.at(-1);
+  if (promptBytes > 0 && last !== undefined)
+    last.content += ` ${PROMPT_FILLER.repeat(Math.ceil(promptBytes / PROMPT_FILLER.length)).slice(0, promptBytes)}`;
+  const body = JSON.stringify(payload);
   const headers: Record<string, string | number> = {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
@@ -294,6 +305,8 @@ export interface GatewayBenchOptions {
   sequentialAtOne?: number | undefined;
   /** Short streams per route before the first round, so the proxies' code is optimized (default 2000). */
   warmStreams?: number | undefined;
+  /** Idle memory is also measured with this much more prompt (bare and gw-openai; default 8192; 0 = no). */
+  idlePromptBytes?: number | undefined;
   idleStreams?: number | undefined;
   /** Fresh proxy processes per route for the idle-memory figure (default 3; the median counts). */
   idleRepeats?: number | undefined;
@@ -318,6 +331,8 @@ export interface GatewayReport {
   idleRepeats: number;
   idle: {
     route: string;
+    /** Extra prompt text per request (0: the short default prompt). */
+    promptBytes: number;
     streams: number;
     opened: number;
     /** Medians over the repeats. */
@@ -339,6 +354,7 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
   const maxTokensAt1000 = Math.min(maxTokens, 12);
   const sequentialAtOne = options.sequentialAtOne ?? 12;
   const warmStreams = options.warmStreams ?? 2000;
+  const idlePromptBytes = options.idlePromptBytes ?? 8192;
   const idleStreams = options.idleStreams ?? 1000;
   const idleRepeats = options.idleRepeats ?? 3;
   const tokensPerSecond = 50;
@@ -458,19 +474,38 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
     // keeps that memory, which would hide what idle streams cost). RSS moves by several KiB per stream
     // from one process to the next (which pages the allocators happen to keep), so each route is
     // measured `idleRepeats` times, routes interleaved, and the median is what counts.
-    const idleRoutes = routes.filter((route) => route.via !== 'direct');
-    const idleSamples = new Map<string, { rss: number[]; heap: number[]; opened: number[] }>(
-      idleRoutes.map((route) => [route.id, { rss: [], heap: [], opened: [] }]),
-    );
+    // Also with a long prompt (`idlePromptBytes`, openai-chat routes): what a stream keeps of its request.
+    const idleVariants = routes
+      .filter((route) => route.via !== 'direct')
+      .flatMap((route) =>
+        idlePromptBytes > 0 && (route.id === 'bare' || route.id === 'gw-openai')
+          ? [
+              { route, promptBytes: 0 },
+              { route, promptBytes: idlePromptBytes },
+            ]
+          : [{ route, promptBytes: 0 }],
+      );
+    const idleSamples = new Map<
+      (typeof idleVariants)[number],
+      { rss: number[]; heap: number[]; opened: number[] }
+    >(idleVariants.map((variant) => [variant, { rss: [], heap: [], opened: [] }]));
     for (let repeat = 0; idleStreams > 0 && repeat < idleRepeats; repeat++) {
-      for (const route of idleRoutes) {
-        const one = await measureIdle(route, upstream.url, idleStreams, maxTokens, options.snapshotDir);
-        const samples = idleSamples.get(route.id)!;
+      for (const variant of idleVariants) {
+        const { route, promptBytes } = variant;
+        const one = await measureIdle(
+          route,
+          upstream.url,
+          idleStreams,
+          maxTokens,
+          options.snapshotDir,
+          promptBytes,
+        );
+        const samples = idleSamples.get(variant)!;
         samples.rss.push(one.rssPerStreamBytes);
         samples.heap.push(one.heapPerStreamBytes);
         samples.opened.push(one.opened);
         log(
-          `idle ${route.id} (${repeat + 1}/${idleRepeats}): ${fmt(one.rssPerStreamBytes / 1024, 1)} KiB RSS per stream (${one.opened} open)`,
+          `idle ${route.id}${promptBytes > 0 ? `, ${promptBytes}-byte prompt` : ''} (${repeat + 1}/${idleRepeats}): ${fmt(one.rssPerStreamBytes / 1024, 1)} KiB RSS, ${fmt(one.heapPerStreamBytes / 1024, 1)} KiB heap per stream (${one.opened} open)`,
         );
         await delay(500);
         await ask(upstream.child, { take: true }, 'logs');
@@ -478,8 +513,9 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
     }
     const idle: GatewayReport['idle'] = [...idleSamples]
       .filter(([, samples]) => samples.rss.length > 0)
-      .map(([route, samples]) => ({
-        route,
+      .map(([variant, samples]) => ({
+        route: variant.route.id,
+        promptBytes: variant.promptBytes,
         streams: idleStreams,
         opened: Math.min(...samples.opened),
         rssPerStreamBytes: median(samples.rss),
@@ -577,6 +613,7 @@ async function measureIdle(
   streams: number,
   maxTokens: number,
   snapshotDir: string | undefined,
+  promptBytes: number,
 ): Promise<{ rssPerStreamBytes: number; heapPerStreamBytes: number; opened: number }> {
   const fresh = await start('gateway-proxy.js', [route.via, upstreamUrl]);
   const agent = newAgent();
@@ -592,13 +629,14 @@ async function measureIdle(
     }
     const base = await ask<Sample>(fresh.child, { gc: true }, 'rss');
     const open = Array.from({ length: streams }, (_, i) =>
-      openStream(url, route, `idle-${route.id}-${i}`, maxTokens, agent, 'ttft=60000'),
+      openStream(url, route, `idle-${route.id}-${i}`, maxTokens, agent, 'ttft=60000', promptBytes),
     );
     await Promise.all(open.map((s) => s.headers));
     await delay(1000);
     const held = await ask<Sample>(fresh.child, { gc: true }, 'rss');
     if (snapshotDir !== undefined) {
-      await ask(fresh.child, { snapshot: `${snapshotDir}/idle-${route.id}.heapsnapshot` }, 'snapshotFile');
+      const name = promptBytes > 0 ? `idle-${route.id}-prompt${promptBytes}` : `idle-${route.id}`;
+      await ask(fresh.child, { snapshot: `${snapshotDir}/${name}.heapsnapshot` }, 'snapshotFile');
     }
     const opened = open.filter((s) => s.isOpen()).length;
     for (const s of open) s.destroy();
@@ -639,11 +677,14 @@ export function gatewayMarkdown(report: GatewayReport): string {
     '',
     `RSS per open idle stream (${report.idle[0]?.streams ?? 0} streams held before their first token, in a fresh proxy process warmed up with 40 short streams; proxy RSS and heap after a full GC, minus before; median (min–max) of ${report.idleRepeats} fresh processes per route, routes interleaved):`,
     '',
-    '| route | RSS KiB/stream | heap KiB/stream | streams open when measured (fewest) |',
-    '|---|---:|---:|---:|',
+    '| route | prompt | RSS KiB/stream | heap KiB/stream | streams open when measured (fewest) |',
+    '|---|---|---:|---:|---:|',
   );
   for (const idle of report.idle) {
-    lines.push(`| ${label(idle.route)} | ${kib(idle.rss)} | ${kib(idle.heap)} | ${idle.opened} |`);
+    const prompt = idle.promptBytes > 0 ? `+${fmt(idle.promptBytes / 1024, 0)} KiB` : 'short';
+    lines.push(
+      `| ${label(idle.route)} | ${prompt} | ${kib(idle.rss)} | ${kib(idle.heap)} | ${idle.opened} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -670,6 +711,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     idleStreams: flag('--idle') === undefined ? undefined : Number(flag('--idle')),
     idleRepeats: flag('--idle-repeats') === undefined ? undefined : Number(flag('--idle-repeats')),
     warmStreams: flag('--warm') === undefined ? undefined : Number(flag('--warm')),
+    idlePromptBytes:
+      flag('--idle-prompt-bytes') === undefined ? undefined : Number(flag('--idle-prompt-bytes')),
     routes: flag('--routes')?.split(','),
     snapshotDir: flag('--heap-snapshot-dir'),
     proxyFlags:

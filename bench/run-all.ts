@@ -185,10 +185,12 @@ if (gateway !== undefined) {
       }
     }
   }
-  for (const idle of gateway.idle.filter((i) => i.route !== 'bare')) {
+  // The target is read on the short prompt; the long-prompt rows are in the table (what a stream keeps).
+  const shortPrompt = gateway.idle.filter((i) => i.promptBytes === 0);
+  for (const idle of shortPrompt.filter((i) => i.route !== 'bare')) {
     verdicts.push({
       target: `≤ 64 KiB RSS per open idle stream at ${idle.streams} (${idle.route})`,
-      measured: `${fmt(idle.rssPerStreamBytes / 1024, 1)} KiB (bare proxy ${fmt((gateway.idle.find((i) => i.route === 'bare')?.rssPerStreamBytes ?? Number.NaN) / 1024, 1)} KiB)`,
+      measured: `${fmt(idle.rssPerStreamBytes / 1024, 1)} KiB (bare proxy ${fmt((shortPrompt.find((i) => i.route === 'bare')?.rssPerStreamBytes ?? Number.NaN) / 1024, 1)} KiB)`,
       met: idle.rssPerStreamBytes <= 64 * 1024,
     });
   }
