@@ -12,7 +12,7 @@
 export class LightHeaders implements Headers {
   /** Lowercase name -> value (a Map: any name, `__proto__` included, is just a name). */
   readonly #values = new Map<string, string>();
-  /** Every name ever set (set-cookie aside), kept sorted as it grows: iteration needs no sort. */
+  /** The names in `#values`, kept sorted as they come and go: iteration needs no sort. */
   readonly #names: string[] = [];
   #cookies: string[] | undefined;
 
@@ -53,7 +53,7 @@ export class LightHeaders implements Headers {
   delete(name: string): void {
     const key = name.toLowerCase();
     if (key === 'set-cookie') this.#cookies = undefined;
-    else this.#values.delete(key);
+    else if (this.#values.delete(key)) this.#names.splice(this.#names.indexOf(key), 1);
   }
 
   get(name: string): string | null {
@@ -97,14 +97,13 @@ export class LightHeaders implements Headers {
         cookiesDone = true;
         for (const cookie of this.#cookies!) callback.call(thisArg, cookie, 'set-cookie', this);
       }
-      const value = this.#values.get(key);
-      if (value !== undefined) callback.call(thisArg, value, key, this);
+      callback.call(thisArg, this.#values.get(key)!, key, this);
     }
     if (!cookiesDone) for (const cookie of this.#cookies!) callback.call(thisArg, cookie, 'set-cookie', this);
   }
 
   #add(key: string, value: string): void {
-    if (!this.#values.has(key) && !this.#names.includes(key)) {
+    if (!this.#values.has(key)) {
       let at = this.#names.length;
       while (at > 0 && this.#names[at - 1]! > key) at -= 1;
       this.#names.splice(at, 0, key);
@@ -125,4 +124,33 @@ function isPairs(
   init: Record<string, string> | Iterable<readonly [string, string]>,
 ): init is Iterable<readonly [string, string]> {
   return typeof (init as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function';
+}
+
+/** What a light response is built from. */
+export interface LightResponseInit {
+  status: number;
+  statusText: string;
+  headers: LightHeaders;
+  url?: string | undefined;
+}
+
+/**
+ * A stand-in for a Response whose body is read another way: `body` null and `carrier` set to `value` (a
+ * direct writer, a push source). For readers in this code only, which read `status`, `statusText`, `ok`,
+ * `url` and `headers`: an undici Response with its Headers costs about 3 µs and 1–4 KiB per request.
+ */
+export function lightResponse(init: LightResponseInit, carrier: symbol, value: unknown): Response {
+  const response = {
+    status: init.status,
+    statusText: init.statusText,
+    ok: init.status >= 200 && init.status < 300,
+    url: init.url ?? '',
+    redirected: false,
+    type: 'basic',
+    headers: init.headers,
+    body: null,
+    bodyUsed: false,
+    [carrier]: value,
+  };
+  return response as unknown as Response;
 }
