@@ -95,7 +95,7 @@ export class TokenStream implements AsyncIterable<StreamEvent> {
     const iterating = this.#iterating;
     const run = (request: StreamRequest) =>
       runStream(request, this.#options, {
-        consumerSignal: this.#consumer.signal,
+        consumer: this.#consumer,
         onEvent: iterating
           ? (event) => {
               this.#queue.push(event);

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { type ClientSignal, LightClientSignal } from '../server/client-signal.ts';
 import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-request.ts';
 import { WHOLE_BODY } from '../server/read-body.ts';
 import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/response-output.ts';
@@ -96,26 +97,26 @@ async function handle(
   res: ServerResponse,
   host: string,
 ): Promise<void> {
-  const controller = new AbortController();
+  const method = req.method ?? 'GET';
+  const url = `http://${req.headers.host ?? host}${req.url ?? '/'}`;
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  const length = hasBody ? Number(req.headers['content-length']) : 0;
+  // A JSON request is small: read it whole rather than through a Web Streams adapter.
+  const streamed = hasBody && !(Number.isInteger(length) && length <= BUFFERED_BODY_BYTES);
+  // A light request's "client gone" is a LightClientSignal (server/client-signal.ts), not an AbortSignal.
+  const lightGone = light && !streamed ? new LightClientSignal() : undefined;
+  const controller = lightGone === undefined ? new AbortController() : undefined;
+  const signal: ClientSignal = lightGone ?? controller!.signal;
   const onClose = () => {
-    if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+    if (!res.writableFinished) (lightGone ?? controller!).abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
   // A request that waited for its turn may have lost its client meanwhile.
   if (res.destroyed) onClose();
-  const method = req.method ?? 'GET';
-  const url = `http://${req.headers.host ?? host}${req.url ?? '/'}`;
-  let whole: Uint8Array | undefined;
-  let streamed = false;
-  if (method !== 'GET' && method !== 'HEAD') {
-    const length = Number(req.headers['content-length']);
-    // A JSON request is small: read it whole rather than through a Web Streams adapter.
-    if (Number.isInteger(length) && length <= BUFFERED_BODY_BYTES) whole = await readWhole(req, length);
-    else streamed = true;
-  }
-  const response = await (light && !streamed
-    ? (handler as IncomingHandler)(lightRequest(method, url, req, controller.signal, whole))
-    : handler(standardRequest(method, url, req, controller.signal, whole, streamed)));
+  const whole = hasBody && !streamed ? await readWhole(req, length) : undefined;
+  const response = await (lightGone !== undefined
+    ? (handler as IncomingHandler)(lightRequest(method, url, req, lightGone, whole))
+    : handler(standardRequest(method, url, req, controller!.signal, whole, streamed)));
   const outHeaders: Record<string, string | string[]> = {};
   response.headers.forEach((value, key) => {
     if (key === 'set-cookie') return;
@@ -144,8 +145,8 @@ async function handle(
       destroy: () => res.destroy(),
     });
     res.on('drain', attachment.drained);
-    controller.signal.addEventListener('abort', attachment.closed, { once: true });
-    if (controller.signal.aborted) attachment.closed();
+    signal.addEventListener('abort', attachment.closed, { once: true });
+    if (signal.aborted) attachment.closed();
     return;
   }
   res.flushHeaders();
@@ -154,7 +155,7 @@ async function handle(
   const stop = () => {
     reader.cancel(new Error('client disconnected')).catch(() => {});
   };
-  controller.signal.addEventListener('abort', stop, { once: true });
+  signal.addEventListener('abort', stop, { once: true });
   try {
     for (;;) {
       const next = await reader.read();
@@ -168,7 +169,7 @@ async function handle(
     // so the client sees the stream end without its terminal event instead of a clean finish.
     res.destroy(error instanceof Error ? error : undefined);
   } finally {
-    controller.signal.removeEventListener('abort', stop);
+    signal.removeEventListener('abort', stop);
   }
 }
 
@@ -180,7 +181,7 @@ function lightRequest(
   method: string,
   url: string,
   req: IncomingMessage,
-  signal: AbortSignal,
+  signal: ClientSignal,
   whole: Uint8Array | undefined,
 ): IncomingRequest {
   const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array; [TAKES_DIRECT_RESPONSE]: true } = {

@@ -6,6 +6,7 @@ import { DIALECTS, getDialect } from '../dialects/registry.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
+import { abortSignalOf } from './client-signal.ts';
 import { type FlushPolicy, isCoalescing, TextCoalescer } from './coalescer.ts';
 import { errorMessage, errorResponse, upstreamFailureResponse } from './gateway-errors.ts';
 import { GatewayMetrics, type StreamOutcome } from './gateway-metrics.ts';
@@ -315,8 +316,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       // upstream's own credentials win over anything a client sent.
       headers: Object.assign(forwarded, trace?.startUpstream(), upstream.headers),
     };
-    // The upstream call's abort is passed as the run's own consumer signal (RunHooks), not as a caller's
-    // signal: it belongs to this request alone, so a timed run follows it with a listener.
+    // The upstream call's abort is passed as the run's own consumer controller (RunHooks), not as a
+    // caller's signal: it belongs to this request alone, so a timed run's timeouts abort it too.
     const runOptions = { fetch: upstream.fetch, timeouts: upstream.timeouts };
     // The end record needs the request's model, and its prompt only when content is logged: an open
     // stream keeps `base` to its end, so it does not keep the parsed messages otherwise.
@@ -350,7 +351,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const onClientGone = () => upstreamAbort.abort();
     request.signal.addEventListener('abort', onClientGone, { once: true });
     try {
-      const result = await runStream(target, runOptions, { consumerSignal: upstreamAbort.signal });
+      const result = await runStream(target, runOptions, { consumer: upstreamAbort });
       trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? now() - scope.startedAt);
       countTokens(labels, result);
       const ttftMs = result.metrics.ttftMs;
@@ -491,7 +492,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         },
         afterChunk: () => entry.relay!.flushEncoder(),
         backpressure: () => entry.relay!.backpressure(),
-        consumerSignal: upstreamAbort.signal,
+        consumer: upstreamAbort,
       },
     );
     const streamLog = sse ? streamId : undefined;
@@ -659,7 +660,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     let subscription: Awaited<ReturnType<ResumeStore['subscribe']>>;
     try {
-      subscription = await store.subscribe(parsed.streamId, parsed.seq, request.signal);
+      subscription = await store.subscribe(parsed.streamId, parsed.seq, abortSignalOf(request.signal));
     } catch (error) {
       if (error instanceof ResumeGapError) {
         metrics.resumes.inc({ result: 'gone' });

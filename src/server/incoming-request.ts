@@ -1,3 +1,4 @@
+import { abortSignalOf, type ClientSignal } from './client-signal.ts';
 import { WHOLE_BODY } from './read-body.ts';
 
 /** The part of `Headers` the gateway reads. A standard `Headers` is one. */
@@ -18,8 +19,8 @@ export interface IncomingRequest {
   readonly method: string;
   readonly url: string;
   readonly headers: IncomingHeaders;
-  /** Aborts when the client goes away. */
-  readonly signal: AbortSignal;
+  /** Aborts when the client goes away: an AbortSignal, or a lighter one (client-signal.ts). */
+  readonly signal: ClientSignal;
   /** Null for a light request: its bytes, read in full, are under WHOLE_BODY. */
   readonly body: ReadableStream<Uint8Array> | null;
 }
@@ -42,7 +43,7 @@ export function toRequest(request: IncomingRequest): Request {
   if (request instanceof Request) return request;
   const headers: [string, string][] = [];
   for (const name of request.headers.keys()) headers.push([name, request.headers.get(name) ?? '']);
-  const init: RequestInit = { method: request.method, headers, signal: request.signal };
+  const init: RequestInit = { method: request.method, headers, signal: abortSignalOf(request.signal) };
   const whole = (request as unknown as Record<symbol, unknown>)[WHOLE_BODY];
   if (whole instanceof Uint8Array && request.method !== 'GET' && request.method !== 'HEAD') init.body = whole;
   return new Request(request.url, init);
