@@ -29,7 +29,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { fmt, median, quantile, type Spread, spread } from './stats.ts';
+import { fmt, fmtSpread, median, quantile, type Spread, spread } from './stats.ts';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 
@@ -570,10 +570,31 @@ interface RouteLevel {
   delayP50: number;
   delayP99: number;
   cpu: Spread;
+  /** Each round's own figures, in round order (see `addedByRound`). */
+  byRound: { netTtftP50: number[]; delayP99: number[] };
   streams: number;
   failed: number;
   mismatched: number;
   firstError?: string | undefined;
+}
+
+/**
+ * A route's added figure (route − direct) taken within each round, then median (min–max) over the
+ * rounds. Rounds interleave the routes, so the routes of one round ran minutes apart at most, under the
+ * same load from the rest of this shared machine; a pooled p99 is instead set by the slowest few
+ * chunks of whichever round was the unluckiest, which is what moved the bare proxy's pooled added p99
+ * at 128 streams from 0.8 to 8.6 ms between runs of the same code.
+ */
+export function addedByRound(
+  rows: readonly RouteLevel[],
+  route: string,
+  level: number,
+  figure: keyof RouteLevel['byRound'],
+): Spread {
+  const find = (id: string) => rows.find((r) => r.route === id && r.level === level)!;
+  const own = find(route).byRound[figure];
+  const direct = find('direct').byRound[figure];
+  return spread(own.map((value, k) => value - direct[k]!));
 }
 
 export function summarize(report: GatewayReport): RouteLevel[] {
@@ -585,6 +606,9 @@ export function summarize(report: GatewayReport): RouteLevel[] {
       const netTtft = cells.flatMap((c) => c.netTtftMs);
       const delays = cells.flatMap((c) => c.delayMs);
       const cpu = cells.map((c) => c.cpuUsPerChunk).filter((v): v is number => v !== undefined);
+      const roundCells = [...new Set(cells.map((c) => c.round))]
+        .sort((a, b) => a - b)
+        .map((round) => cells.filter((c) => c.round === round));
       out.push({
         route: route.id,
         level,
@@ -595,6 +619,20 @@ export function summarize(report: GatewayReport): RouteLevel[] {
         delayP50: quantile(delays, 0.5),
         delayP99: quantile(delays, 0.99),
         cpu: spread(cpu),
+        byRound: {
+          netTtftP50: roundCells.map((one) =>
+            quantile(
+              one.flatMap((c) => c.netTtftMs),
+              0.5,
+            ),
+          ),
+          delayP99: roundCells.map((one) =>
+            quantile(
+              one.flatMap((c) => c.delayMs),
+              0.99,
+            ),
+          ),
+        },
         streams: cells.reduce((a, c) => a + c.streams, 0),
         failed: cells.reduce((a, c) => a + c.failed, 0),
         mismatched: cells.reduce((a, c) => a + c.mismatched, 0),
@@ -657,10 +695,10 @@ export function gatewayMarkdown(report: GatewayReport): string {
   const find = (route: string, level: number) => rows.find((r) => r.route === route && r.level === level)!;
   const label = (id: string) => ROUTES.find((r) => r.id === id)!.label;
   const lines: string[] = [
-    `Simulator upstream at ${report.tokensPerSecond} tokens/s (±10 % jitter, 20 ms TTFT), ${report.maxTokens} tokens per stream (${Math.min(report.maxTokens, 12)} at level 1000); level 1 runs ${report.sequentialAtOne} streams back to back; ${report.warmStreams} short streams per route first (warm-up, not recorded); ${report.rounds} rounds, routes interleaved, samples pooled. Added = route − direct at the same level; added TTFT compares TTFT net of the simulator's own time to its first token, per stream (see bench/README.md). Times in ms.`,
+    `Simulator upstream at ${report.tokensPerSecond} tokens/s (±10 % jitter, 20 ms TTFT), ${report.maxTokens} tokens per stream (${Math.min(report.maxTokens, 12)} at level 1000); level 1 runs ${report.sequentialAtOne} streams back to back; ${report.warmStreams} short streams per route first (warm-up, not recorded); ${report.rounds} rounds, routes interleaved, samples pooled, except in the *by round* columns: there each round's added figure (route − direct in that round), median (min–max) over the rounds. Added = route − direct at the same level; added TTFT compares TTFT net of the simulator's own time to its first token, per stream (see bench/README.md). Times in ms.`,
     '',
-    '| level | route | TTFT p50 | TTFT p99 | added TTFT p50 | added TTFT p99 | chunk delay p50 | chunk delay p99 | added delay p50 | added delay p99 | proxy CPU µs/chunk | streams (failed, count mismatch) |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| level | route | TTFT p50 | TTFT p99 | added TTFT p50 | added TTFT p50 by round | added TTFT p99 | chunk delay p50 | chunk delay p99 | added delay p50 | added delay p99 | added delay p99 by round | proxy CPU µs/chunk | streams (failed, count mismatch) |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const level of report.levels) {
     const direct = find('direct', level);
@@ -668,8 +706,10 @@ export function gatewayMarkdown(report: GatewayReport): string {
       const r = find(route.id, level);
       const isDirect = route.id === 'direct';
       const added = (a: number, b: number) => (isDirect ? '–' : fmt(a - b, 2));
+      const byRound = (figure: keyof RouteLevel['byRound']) =>
+        isDirect ? '–' : fmtSpread(addedByRound(rows, route.id, level, figure));
       lines.push(
-        `| ${level} | ${label(route.id)} | ${fmt(r.ttftP50)} | ${fmt(r.ttftP99)} | ${added(r.netTtftP50, direct.netTtftP50)} | ${added(r.netTtftP99, direct.netTtftP99)} | ${fmt(r.delayP50)} | ${fmt(r.delayP99)} | ${added(r.delayP50, direct.delayP50)} | ${added(r.delayP99, direct.delayP99)} | ${isDirect ? '–' : `${fmt(r.cpu.median, 1)} (${fmt(r.cpu.min, 1)}–${fmt(r.cpu.max, 1)})`} | ${r.streams} (${r.failed}${r.failed > 0 && r.firstError !== undefined ? `: ${r.firstError}` : ''}, ${r.mismatched}) |`,
+        `| ${level} | ${label(route.id)} | ${fmt(r.ttftP50)} | ${fmt(r.ttftP99)} | ${added(r.netTtftP50, direct.netTtftP50)} | ${byRound('netTtftP50')} | ${added(r.netTtftP99, direct.netTtftP99)} | ${fmt(r.delayP50)} | ${fmt(r.delayP99)} | ${added(r.delayP50, direct.delayP50)} | ${added(r.delayP99, direct.delayP99)} | ${byRound('delayP99')} | ${isDirect ? '–' : `${fmt(r.cpu.median, 1)} (${fmt(r.cpu.min, 1)}–${fmt(r.cpu.max, 1)})`} | ${r.streams} (${r.failed}${r.failed > 0 && r.firstError !== undefined ? `: ${r.firstError}` : ''}, ${r.mismatched}) |`,
       );
     }
   }
