@@ -1,3 +1,5 @@
+export type { ClientSignal } from './client-signal.ts';
+export { abortSignalOf, LightClientSignal } from './client-signal.ts';
 export type { FlushPolicy } from './coalescer.ts';
 export type {
   EndState,
