@@ -75,6 +75,9 @@ export interface RunHooks {
 
 const SNIFF_BYTES = 16;
 
+/** The default clock: one function for every run, not a closure per request. */
+const monotonicNow = (): number => performance.now();
+
 /** The signal of a request nobody can abort. */
 const NEVER_ABORTED = new AbortController().signal;
 
@@ -123,7 +126,7 @@ async function open(
   options: StreamOptions,
   hooks: RunHooks,
 ): Promise<OpenedStream> {
-  const now = options.now ?? (() => performance.now());
+  const now = options.now ?? monotonicNow;
   const metrics = new MetricsRecorder(now);
   // AbortControllers and Requests are costly in Node 20 (each signal is made transferable): only the
   // ones this request needs are created.

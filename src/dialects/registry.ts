@@ -29,8 +29,23 @@ export function isDialectId(value: string): value is DialectId {
   return Object.hasOwn(DIALECTS, value);
 }
 
+/**
+ * Paths already matched (null: none): a server asks once or twice per request, for the same few paths.
+ * Bounded, as paths come from clients: past the bound, new paths are matched without being kept.
+ */
+const byPath = new Map<string, Dialect | null>();
+const BY_PATH_LIMIT = 256;
+
 /** The dialect whose endpoint path this is (the end of the path is matched, so proxies' prefixes work). */
 export function dialectForPath(path: string): Dialect | undefined {
+  const known = byPath.get(path);
+  if (known !== undefined) return known ?? undefined;
+  const found = matchPath(path);
+  if (byPath.size < BY_PATH_LIMIT) byPath.set(path, found ?? null);
+  return found;
+}
+
+function matchPath(path: string): Dialect | undefined {
   const clean = path.replace(/\/+$/, '');
   let best: Dialect | undefined;
   let bestLength = 0;

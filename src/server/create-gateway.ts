@@ -430,13 +430,14 @@ export function createGateway(options: GatewayOptions): Gateway {
             'x-tokenwire-stream-id': streamId,
           });
     if (sse) {
-      await store.open(streamId, {
+      const opening = store.open(streamId, {
         dialect: dialect.id,
         flavor,
         headers,
         model,
         createdAt: Date.now(),
       });
+      if (opening !== undefined) await opening;
     }
     const startRelay = (): Relay => {
       const started: Relay =

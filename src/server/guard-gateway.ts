@@ -85,6 +85,10 @@ export function guardGateway(
       ? (handler as (request: IncomingRequest) => Promise<Response>)(request)
       : (handler as FetchLike)(toRequest(request));
   let inFlight = 0;
+  // With no keys, no stream limit and nothing to redact, a request without an Origin header passes
+  // through untouched whichever path it takes below: then none of it runs (at one stream this is on the
+  // way to the upstream request, the TTFT).
+  const passesWithoutOrigin = !requireKey && maxStreams === undefined && !redactor.active;
 
   function refuse(dialect: Dialect | undefined, status: number, message: string, errorType: string) {
     options.metrics?.rejected.inc({ route: dialect?.id ?? 'other', status: String(status) });
@@ -111,9 +115,10 @@ export function guardGateway(
   }
 
   const guarded = async (request: IncomingRequest): Promise<Response> => {
+    const origin = request.headers.get('origin');
+    if (origin === null && passesWithoutOrigin) return inner(request);
     const target = requestTarget(request);
     const path = target.path;
-    const origin = request.headers.get('origin');
     // Same host = the gateway's own pages (the scheme may differ behind a TLS-terminating proxy).
     const crossOrigin = origin !== null && hostOf(origin) !== target.url.host;
     const allowedOrigin = crossOrigin && origins.has(origin);

@@ -24,7 +24,8 @@ interface Entry {
   bytes: number;
   status: StoredStatus;
   closedAt: number | undefined;
-  waiters: Set<() => void>;
+  /** Who waits for the next frame or the end: made by the first resuming reader, not per stream. */
+  waiters: Set<() => void> | undefined;
 }
 
 /** The default resume store: one process, bounded in streams, bytes and time. */
@@ -50,7 +51,7 @@ export class MemoryResumeStore implements ResumeStore {
     return this.#entries.size;
   }
 
-  async open(streamId: string, meta: StreamMeta): Promise<void> {
+  open(streamId: string, meta: StreamMeta): undefined {
     this.#evict();
     this.#entries.set(streamId, {
       meta,
@@ -58,8 +59,9 @@ export class MemoryResumeStore implements ResumeStore {
       bytes: 0,
       status: 'live',
       closedAt: undefined,
-      waiters: new Set(),
+      waiters: undefined,
     });
+    return undefined;
   }
 
   append(streamId: string, frame: StoredFrame): void {
@@ -140,7 +142,7 @@ export class MemoryResumeStore implements ResumeStore {
 }
 
 function wake(entry: Entry): void {
-  if (entry.waiters.size === 0) return;
+  if (entry.waiters === undefined || entry.waiters.size === 0) return;
   const waiters = [...entry.waiters];
   entry.waiters.clear();
   for (const waiter of waiters) waiter();
@@ -161,9 +163,10 @@ async function* follow(entry: Entry, afterSeq: number, signal: AbortSignal): Asy
     await new Promise<void>((resolve) => {
       const done = () => {
         signal.removeEventListener('abort', done);
-        entry.waiters.delete(done);
+        entry.waiters?.delete(done);
         resolve();
       };
+      entry.waiters ??= new Set();
       entry.waiters.add(done);
       signal.addEventListener('abort', done, { once: true });
     });

@@ -55,10 +55,13 @@ export async function readJsonBody(request: IncomingRequest, limit: number): Pro
 /** Set by a server adapter on the Request it builds: the body's bytes, already read in full. */
 export const WHOLE_BODY: unique symbol = Symbol.for('tokenwire.whole-body') as never;
 
+/** One for every request: `decode` without `stream` keeps no state between calls. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
 function parseJsonBytes(bytes: Uint8Array): unknown {
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    text = strictUtf8.decode(bytes);
   } catch {
     throw new BodyError(400, 'invalid-json', 'the request body is not valid UTF-8');
   }
