@@ -17,7 +17,10 @@ export type TimeoutKind = 'connect' | 'first-byte' | 'idle' | 'total';
 
 /**
  * Watches the deadlines with one timer: activity only records a timestamp, and the timer re-arms
- * itself for the time left, so a fast stream costs no timer churn per event.
+ * itself for the time left, so a fast stream costs no timer churn per event. A timer that fires early
+ * only re-arms, so a phase change (headers, first byte) that pushes the next deadline later keeps the
+ * timer it has: with equal connect and idle timeouts (`tokenwire serve`'s default), one timer per
+ * request instead of three set and two cleared.
  */
 export class Deadlines {
   readonly #options: TimeoutOptions;
@@ -28,6 +31,8 @@ export class Deadlines {
   #phaseStart: number;
   #lastActivity: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the timer fires (on the `now` clock); meaningless without a timer. */
+  #armedAt = 0;
 
   constructor(options: TimeoutOptions, onExpire: (kind: TimeoutKind) => void, now: () => number) {
     this.#options = options;
@@ -67,11 +72,15 @@ export class Deadlines {
   }
 
   #arm(): void {
+    const next = this.#nextDeadline();
+    // A timer due no later than the next deadline stays: when it fires, #check finds what is due then.
+    if (this.#timer !== undefined && (next === undefined || this.#armedAt <= next.at)) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    const next = this.#nextDeadline();
     if (next === undefined) return;
-    const wait = Math.max(0, next.at - this.#now());
+    const now = this.#now();
+    const wait = Math.max(0, next.at - now);
+    this.#armedAt = now + wait;
     this.#timer = setTimeout(() => this.#check(), wait);
     // A pending deadline must not keep a process alive on its own.
     (this.#timer as { unref?: () => void }).unref?.();
