@@ -15,6 +15,11 @@ export class LightHeaders implements Headers {
   /** The names in `#values`, kept sorted as they come and go: iteration needs no sort. */
   readonly #names: string[] = [];
   #cookies: string[] | undefined;
+  /**
+   * node:http's raw pairs (fromRaw), read in place by `get` and `has`, the only calls a reader of an
+   * upstream response makes (its content type): anything else first turns them into the map.
+   */
+  #raw: readonly string[] | undefined;
 
   constructor(init?: Record<string, string> | Iterable<readonly [string, string]>) {
     if (init === undefined) return;
@@ -28,11 +33,19 @@ export class LightHeaders implements Headers {
   /** From node:http's `rawHeaders` (name, value, name, value…): repeated names are combined. */
   static fromRaw(raw: readonly string[]): LightHeaders {
     const headers = new LightHeaders();
-    for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+    headers.#raw = raw;
     return headers;
   }
 
+  #materialize(): void {
+    const raw = this.#raw;
+    if (raw === undefined) return;
+    this.#raw = undefined;
+    for (let i = 0; i + 1 < raw.length; i += 2) this.append(raw[i]!, raw[i + 1]!);
+  }
+
   append(name: string, value: string): void {
+    this.#materialize();
     const key = name.toLowerCase();
     if (key === 'set-cookie') {
       this.#cookies ??= [];
@@ -45,12 +58,14 @@ export class LightHeaders implements Headers {
   }
 
   set(name: string, value: string): void {
+    this.#materialize();
     const key = name.toLowerCase();
     if (key === 'set-cookie') this.#cookies = [value];
     else this.#add(key, value);
   }
 
   delete(name: string): void {
+    this.#materialize();
     const key = name.toLowerCase();
     if (key === 'set-cookie') this.#cookies = undefined;
     else if (this.#values.delete(key)) this.#names.splice(this.#names.indexOf(key), 1);
@@ -58,6 +73,15 @@ export class LightHeaders implements Headers {
 
   get(name: string): string | null {
     const key = name.toLowerCase();
+    const raw = this.#raw;
+    if (raw !== undefined) {
+      // Repeated names combine as `append` does (set-cookie values included, as Headers' `get` does).
+      let found: string | null = null;
+      for (let i = 0; i + 1 < raw.length; i += 2) {
+        if (raw[i]!.toLowerCase() === key) found = found === null ? raw[i + 1]! : `${found}, ${raw[i + 1]}`;
+      }
+      return found;
+    }
     if (key === 'set-cookie') return this.#cookies === undefined ? null : this.#cookies.join(', ');
     return this.#values.get(key) ?? null;
   }
@@ -67,6 +91,7 @@ export class LightHeaders implements Headers {
   }
 
   getSetCookie(): string[] {
+    this.#materialize();
     return this.#cookies === undefined ? [] : [...this.#cookies];
   }
 
@@ -91,6 +116,7 @@ export class LightHeaders implements Headers {
   }
 
   forEach(callback: (value: string, key: string, parent: Headers) => void, thisArg?: unknown): void {
+    this.#materialize();
     let cookiesDone = this.#cookies === undefined;
     for (const key of this.#names) {
       if (!cookiesDone && key > 'set-cookie') {

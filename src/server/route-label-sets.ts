@@ -8,27 +8,40 @@ export type RouteLabels = Readonly<Record<string, string>>;
  * Bounded by the routes, upstreams and the few values of each extra label.
  */
 export class RouteLabelSets {
-  readonly #sets = new Map<string, RouteLabels>();
+  /** route -> upstream -> set: found without building a key string per request. */
+  readonly #byRoute = new Map<string, Map<string, RouteLabels>>();
+  /** set -> label name -> value -> that set with the label. */
+  readonly #extended = new Map<RouteLabels, Map<string, Map<string, RouteLabels>>>();
 
   /** `{route, upstream}`. */
   of(route: string, upstream: string): RouteLabels {
-    return this.#cached(`${route}\u0000${upstream}`, () => ({ route, upstream }));
+    const byUpstream = inner(this.#byRoute, route);
+    let set = byUpstream.get(upstream);
+    if (set === undefined) {
+      set = labelSet({ route, upstream });
+      byUpstream.set(upstream, set);
+    }
+    return set;
   }
 
   /** `labels` plus one more label. */
   with(labels: RouteLabels, name: string, value: string): RouteLabels {
-    return this.#cached(`${labels.route}\u0000${labels.upstream}\u0000${name}\u0000${value}`, () => ({
-      ...labels,
-      [name]: value,
-    }));
-  }
-
-  #cached(key: string, make: () => Record<string, string>): RouteLabels {
-    let set = this.#sets.get(key);
+    const byValue = inner(inner(this.#extended, labels), name);
+    let set = byValue.get(value);
     if (set === undefined) {
-      set = labelSet(make());
-      this.#sets.set(key, set);
+      set = labelSet({ ...labels, [name]: value });
+      byValue.set(value, set);
     }
     return set;
   }
+}
+
+/** The map under `key`, made empty when missing. */
+function inner<K, V>(outer: Map<K, Map<string, V>>, key: K): Map<string, V> {
+  let map = outer.get(key);
+  if (map === undefined) {
+    map = new Map();
+    outer.set(key, map);
+  }
+  return map;
 }

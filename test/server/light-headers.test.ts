@@ -68,6 +68,35 @@ describe('LightHeaders', () => {
     );
   });
 
+  it('reads node:http raw headers in place as Headers reads the same pairs, then after any edits', () => {
+    const NAMES = [
+      'content-type',
+      'X-REQUEST-ID',
+      'set-cookie',
+      'vary',
+      'a',
+      'z-last',
+      '__proto__',
+      'toString',
+    ];
+    fc.assert(
+      fc.property(fc.array(fc.tuple(name, value)), fc.array(op, { maxLength: 6 }), (pairs, ops) => {
+        const real = new Headers(pairs);
+        const light = LightHeaders.fromRaw(pairs.flat());
+        // Before anything turns the raw pairs into the map: get and has scan them.
+        for (const n of NAMES) {
+          assert.equal(light.get(n), real.get(n), `get(${n}) on raw`);
+          assert.equal(light.has(n), real.has(n), `has(${n}) on raw`);
+        }
+        apply(real, ops);
+        apply(light, ops);
+        for (const n of NAMES) assert.equal(light.get(n), real.get(n), `get(${n}) after edits`);
+        assert.deepEqual(light.getSetCookie(), real.getSetCookie());
+        assert.deepEqual([...light], [...real]);
+      }),
+    );
+  });
+
   it('is built from a record, from pairs, from a Headers, and from node:http raw headers', () => {
     assert.equal(new LightHeaders({ 'Content-Type': 'text/plain' }).get('content-type'), 'text/plain');
     assert.equal(new LightHeaders([['A', '1']]).get('a'), '1');
