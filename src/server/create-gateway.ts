@@ -421,7 +421,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     // Only the signal is kept: the Request (headers, URL, spent body) can go once the response is out.
     const clientSignal = request.signal;
     clientSignal.addEventListener('abort', clientGone, { once: true });
-    const headers: Record<string, string> =
+    const responseHeaders = (): Record<string, string> =>
       scope.format === 'text'
         ? Object.assign({}, PLAIN_TEXT_HEADERS, { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' })
         : Object.assign(dialect.responseHeaders(flavor), {
@@ -429,14 +429,17 @@ export function createGateway(options: GatewayOptions): Gateway {
             'x-accel-buffering': 'no',
             'x-tokenwire-stream-id': streamId,
           });
-    if (sse) {
-      const opening = store.open(streamId, {
-        dialect: dialect.id,
-        flavor,
-        headers,
-        model,
-        createdAt: Date.now(),
-      });
+    const openInStore = (headers: Record<string, string>) =>
+      store.open(streamId, { dialect: dialect.id, flavor, headers, model, createdAt: Date.now() });
+    // The stream is registered before its first frame. The in-memory store opens synchronously, so it
+    // does so once the upstream has answered, with the relay: everything done before the upstream
+    // request's socket write (node:http's next tick) delays the TTFT at one stream. Another store may
+    // answer later than the upstream, so it is opened, and awaited, first.
+    const openLate = sse && store instanceof MemoryResumeStore;
+    let headers: Record<string, string> | undefined;
+    if (sse && !openLate) {
+      headers = responseHeaders();
+      const opening = openInStore(headers);
       if (opening !== undefined) await opening;
     }
     const startRelay = (): Relay => {
@@ -603,10 +606,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     if (early !== undefined) {
       finish(entry, labels);
-      if (sse) store.close(streamId, 'failed').catch(() => {});
+      if (sse && !openLate) store.close(streamId, 'failed').catch(() => {});
       clientSignal.removeEventListener('abort', clientGone);
       return upstreamFailure(call, early);
     }
+    headers ??= responseHeaders();
+    if (openLate) openInStore(headers);
     const relay = startRelay();
 
     // An adapter that writes to the socket itself (node/serve.ts) needs no ReadableStream.
