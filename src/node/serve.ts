@@ -104,19 +104,18 @@ async function handle(
   // A JSON request is small: read it whole rather than through a Web Streams adapter.
   const streamed = hasBody && !(Number.isInteger(length) && length <= BUFFERED_BODY_BYTES);
   // A light request's "client gone" is a LightClientSignal (server/client-signal.ts), not an AbortSignal.
-  const lightGone = light && !streamed ? new LightClientSignal() : undefined;
-  const controller = lightGone === undefined ? new AbortController() : undefined;
-  const signal: ClientSignal = lightGone ?? controller!.signal;
+  const gone = light && !streamed ? new LightClientSignal() : new AbortController();
+  const signal: ClientSignal = gone instanceof LightClientSignal ? gone : gone.signal;
   const onClose = () => {
-    if (!res.writableFinished) (lightGone ?? controller!).abort(new Error('client disconnected'));
+    if (!res.writableFinished) gone.abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
   // A request that waited for its turn may have lost its client meanwhile.
   if (res.destroyed) onClose();
   const whole = hasBody && !streamed ? await readWhole(req, length) : undefined;
-  const response = await (lightGone !== undefined
-    ? (handler as IncomingHandler)(lightRequest(method, url, req, lightGone, whole))
-    : handler(standardRequest(method, url, req, controller!.signal, whole, streamed)));
+  const response = await (gone instanceof LightClientSignal
+    ? (handler as IncomingHandler)(lightRequest(method, url, req, gone, whole))
+    : handler(standardRequest(method, url, req, gone.signal, whole, streamed)));
   const outHeaders: Record<string, string | string[]> = {};
   response.headers.forEach((value, key) => {
     if (key === 'set-cookie') return;

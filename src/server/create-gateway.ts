@@ -431,16 +431,15 @@ export function createGateway(options: GatewayOptions): Gateway {
           });
     const openInStore = (headers: Record<string, string>) =>
       store.open(streamId, { dialect: dialect.id, flavor, headers, model, createdAt: Date.now() });
-    // The stream is registered before its first frame. The in-memory store opens synchronously, so it
-    // does so once the upstream has answered, with the relay: everything done before the upstream
-    // request's socket write (node:http's next tick) delays the TTFT at one stream. Another store may
-    // answer later than the upstream, so it is opened, and awaited, first.
+    // The stream is registered before its first frame. The in-memory store registers it as it is
+    // called, so it is opened once the upstream has answered, with the relay: everything done before the
+    // upstream request's socket write (node:http's next tick) delays the TTFT at one stream. Another store
+    // may answer later than the upstream, so it is opened, and awaited, first.
     const openLate = sse && store instanceof MemoryResumeStore;
     let headers: Record<string, string> | undefined;
     if (sse && !openLate) {
       headers = responseHeaders();
-      const opening = openInStore(headers);
-      if (opening !== undefined) await opening;
+      await openInStore(headers);
     }
     const startRelay = (): Relay => {
       const started: Relay =
@@ -611,7 +610,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return upstreamFailure(call, early);
     }
     headers ??= responseHeaders();
-    if (openLate) openInStore(headers);
+    if (openLate) void openInStore(headers);
     const relay = startRelay();
 
     // An adapter that writes to the socket itself (node/serve.ts) needs no ReadableStream.

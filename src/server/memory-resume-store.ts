@@ -51,7 +51,11 @@ export class MemoryResumeStore implements ResumeStore {
     return this.#entries.size;
   }
 
-  open(streamId: string, meta: StreamMeta): undefined {
+  /**
+   * Registers the stream at once, before the returned promise settles: the gateway counts on that to
+   * open it only when the upstream has answered, with the relay (create-gateway.ts).
+   */
+  async open(streamId: string, meta: StreamMeta): Promise<void> {
     this.#evict();
     this.#entries.set(streamId, {
       meta,
@@ -61,7 +65,6 @@ export class MemoryResumeStore implements ResumeStore {
       closedAt: undefined,
       waiters: undefined,
     });
-    return undefined;
   }
 
   append(streamId: string, frame: StoredFrame): void {

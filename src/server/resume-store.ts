@@ -39,11 +39,7 @@ export interface ResumeSubscription {
  * the same shape; `append` is fire-and-forget so the relay never waits on the store per event.
  */
 export interface ResumeStore {
-  /**
-   * Registers a stream before its first frame. A store that opens synchronously may return nothing (the
-   * in-memory one does): the gateway then starts the upstream request without waiting a microtask.
-   */
-  open(streamId: string, meta: StreamMeta): Promise<void> | undefined;
+  open(streamId: string, meta: StreamMeta): Promise<void>;
   append(streamId: string, frame: StoredFrame): void;
   close(streamId: string, status: ClosingStatus): Promise<void>;
   /**
