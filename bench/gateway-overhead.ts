@@ -288,6 +288,9 @@ interface CellResult {
   ttftMs: number[];
   /** TTFT minus the upstream's own time from request to first content frame, per stream. */
   netTtftMs: number[];
+  /** The two legs of the net TTFT, per stream: request written -> upstream received it, and first content frame sent by the upstream -> read by the client. */
+  requestLegMs: number[];
+  responseLegMs: number[];
   delayMs: number[];
   cpuUsPerChunk: number | undefined;
   chunks: number;
@@ -402,6 +405,8 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
         round,
         ttftMs: [],
         netTtftMs: [],
+        requestLegMs: [],
+        responseLegMs: [],
         delayMs: [],
         cpuUsPerChunk: undefined,
         chunks: 0,
@@ -421,7 +426,11 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
         if (record.arrivals.length > 0) {
           const ttft = record.arrivals[0]! - record.sentAt;
           cell.ttftMs.push(ttft);
-          if (log !== undefined && sent.length > 0) cell.netTtftMs.push(ttft - (sent[0]! - log.received));
+          if (log !== undefined && sent.length > 0) {
+            cell.netTtftMs.push(ttft - (sent[0]! - log.received));
+            cell.requestLegMs.push(log.received - record.sentAt);
+            cell.responseLegMs.push(record.arrivals[0]! - sent[0]!);
+          }
         }
         if (sent.length !== record.arrivals.length) cell.mismatched += 1;
         const n = Math.min(sent.length, record.arrivals.length);
@@ -438,7 +447,7 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
     // V8 optimizes a function after it has run a budget of bytecode that grows with the function's size,
     // so code run once per request needs hundreds to a few thousand requests: `--trace-opt` in the
     // gateway showed none of the request path (serve's handler, the guard, the gateway's request
-    // handling, the client's run, the node:http fetch) optimized after the ~100 streams the warm-up had
+    // handling, the client's run, the upstream fetch) optimized after the ~100 streams the warm-up had
     // before, and nearly all of it after 2000 short streams more. Without it, level 1 measured the
     // interpreter: the gateway's added TTFT there was 0.95–1.29 ms cold against 0.81–0.96 ms warm.
     // Each route gets the same: pools opened by 3 cells of 32 streams, then `warmStreams` 2-token streams
@@ -571,7 +580,7 @@ interface RouteLevel {
   delayP99: number;
   cpu: Spread;
   /** Each round's own figures, in round order (see `addedByRound`). */
-  byRound: { netTtftP50: number[]; delayP99: number[] };
+  byRound: { netTtftP50: number[]; requestLegP50: number[]; responseLegP50: number[]; delayP99: number[] };
   streams: number;
   failed: number;
   mismatched: number;
@@ -623,6 +632,18 @@ export function summarize(report: GatewayReport): RouteLevel[] {
           netTtftP50: roundCells.map((one) =>
             quantile(
               one.flatMap((c) => c.netTtftMs),
+              0.5,
+            ),
+          ),
+          requestLegP50: roundCells.map((one) =>
+            quantile(
+              one.flatMap((c) => c.requestLegMs),
+              0.5,
+            ),
+          ),
+          responseLegP50: roundCells.map((one) =>
+            quantile(
+              one.flatMap((c) => c.responseLegMs),
               0.5,
             ),
           ),
@@ -715,6 +736,20 @@ export function gatewayMarkdown(report: GatewayReport): string {
   }
   lines.push(
     '',
+    'Where the added TTFT p50 is added, by round as above: the request leg (the client writes the request -> the upstream has read it) and the response leg (the upstream sends the first content frame -> the client has read it), each route − direct, both stamped on the shared monotonic clock. Their sum is the net TTFT; the medians of the legs need not add up to the median of the sum.',
+    '',
+    '| level | route | added request leg p50 by round | added response leg p50 by round |',
+    '|---:|---|---:|---:|',
+  );
+  for (const level of report.levels) {
+    for (const route of ROUTES.filter((r) => report.routes.includes(r.id) && r.id !== 'direct')) {
+      lines.push(
+        `| ${level} | ${label(route.id)} | ${fmtSpread(addedByRound(rows, route.id, level, 'requestLegP50'))} | ${fmtSpread(addedByRound(rows, route.id, level, 'responseLegP50'))} |`,
+      );
+    }
+  }
+  lines.push(
+    '',
     `RSS per open idle stream (${report.idle[0]?.streams ?? 0} streams held before their first token, in a fresh proxy process warmed up with 40 short streams; proxy RSS and heap after a full GC, minus before; median (min–max) of ${report.idleRepeats} fresh processes per route, routes interleaved):`,
     '',
     '| route | prompt | RSS KiB/stream | heap KiB/stream | streams open when measured (fewest) |',
@@ -755,10 +790,15 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       flag('--idle-prompt-bytes') === undefined ? undefined : Number(flag('--idle-prompt-bytes')),
     routes: flag('--routes')?.split(','),
     snapshotDir: flag('--heap-snapshot-dir'),
-    proxyFlags:
-      flag('--cpu-prof-dir') === undefined
-        ? undefined
-        : ['--cpu-prof', `--cpu-prof-dir=${flag('--cpu-prof-dir')}`],
+    // Node flags for both proxy processes (diagnosis: `--proxy-flags "--trace-gc"`), and a CPU profile.
+    proxyFlags: [
+      ...(flag('--proxy-flags')
+        ?.split(' ')
+        .filter((f) => f !== '') ?? []),
+      ...(flag('--cpu-prof-dir') === undefined
+        ? []
+        : ['--cpu-prof', `--cpu-prof-dir=${flag('--cpu-prof-dir')}`]),
+    ],
     log: (line) => console.error(line),
   });
   if (argv.includes('--json')) process.stdout.write(JSON.stringify(report));

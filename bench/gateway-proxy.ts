@@ -11,8 +11,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import v8 from 'node:v8';
-import { createNodeHttpFetch } from '../src/node/node-http-fetch.ts';
 import { serve } from '../src/node/serve.ts';
+import { createUndiciFetch } from '../src/node/undici-fetch.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
 import { createGuardedGateway } from '../src/server/guard-gateway.ts';
 import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../src/server/upstream.ts';
@@ -58,9 +58,9 @@ function startBare(target: URL): Promise<string> {
 }
 
 async function startGateway(target: string): Promise<string> {
-  // As `tokenwire serve --upstream` does: node:http to the upstream. BENCH_UPSTREAM_FETCH=undici measures
-  // the global fetch instead (undici's share of the cost).
-  const fetch = process.env.BENCH_UPSTREAM_FETCH === 'undici' ? undefined : createNodeHttpFetch();
+  // As `tokenwire serve --upstream` does: undici's dispatch to the upstream. BENCH_UPSTREAM_FETCH=global
+  // measures the global fetch instead (what Request, Response and Web Streams cost).
+  const fetch = process.env.BENCH_UPSTREAM_FETCH === 'global' ? undefined : createUndiciFetch();
   // What `tokenwire serve` runs: the gateway behind its guard (keys, limits, CORS, redaction), with the
   // CLI's defaults (none of the guard's set; the upstream timeout on).
   // BENCH_GATEWAY=unguarded measures createGateway alone (what the guard costs).

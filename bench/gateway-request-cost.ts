@@ -1,6 +1,6 @@
 /**
  * The gateway's own CPU per request, with no network: gateway.fetch in-process, an upstream fetch that
- * answers from memory the way createNodeHttpFetch does (called with (url, init), a push-readable body),
+ * answers from memory the way createUndiciFetch does (called with (url, init), a push-readable body),
  * and the response taken the way node/serve.ts takes it (a direct writer). Compared with building the
  * same Request and Response objects alone. A profiling aid, not in RESULTS.md:
  * `node .build/bench/gateway-request-cost.js [requests]` (add --cpu-prof to see where it goes).
@@ -18,7 +18,7 @@ const upstreamBody = new TextEncoder().encode(
   `${chunk('{"role":"assistant","content":""}', null)}${chunk('{"content":"Hi"}', null)}${chunk('{"content":""}', 'length')}data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\n\ndata: [DONE]\n\n`,
 );
 
-/** As createNodeHttpFetch answers: with PUSH_ONLY, no body stream and the source on the Response. */
+/** As createUndiciFetch answers: with PUSH_ONLY, no body stream and the source on the Response. */
 function pushResponse(pushOnly: boolean): Response {
   const source = {
     subscribe(sink: PushSink) {

@@ -6,8 +6,8 @@
  */
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createNodeHttpFetch } from '../src/node/node-http-fetch.ts';
 import { serve } from '../src/node/serve.ts';
+import { createUndiciFetch } from '../src/node/undici-fetch.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
 import { createSim } from '../src/sim/create-sim.ts';
 
@@ -44,7 +44,7 @@ const gateway = createGateway({
       url: simServed.url,
       dialects: ['openai-chat'],
       models: ['sim'],
-      fetch: createNodeHttpFetch(),
+      fetch: createUndiciFetch(),
     },
   ],
 });

@@ -1,6 +1,6 @@
 /**
  * An optional fast path for reading a response body. A fetch whose bodies can be read by events (the
- * node:http upstream fetch of `tokenwire/node`) puts a PushSource on the body's ReadableStream under
+ * upstream fetch of `tokenwire/node`, createUndiciFetch) puts a PushSource on the body's ReadableStream under
  * this symbol; the client then takes chunks as they are pushed instead of awaiting one promise per read
  * through Web Streams. Anyone else still reads the ReadableStream as usual. Web-standard: a symbol and
  * three callbacks, no Node types.
@@ -50,13 +50,13 @@ export function pushSourceOf(carrier: ReadableStream<Uint8Array> | Response | nu
  * Set to true in the `init` given to a FETCH_TAKES_INIT fetch: the caller reads a successful body only
  * through its push source, and reads the response only for `status`, `statusText`, `ok`, `url` and
  * `headers`. The fetch may then answer a 2xx with a stand-in for the Response: `body` null, the source
- * on it, light headers (node/node-http-fetch.ts; no ReadableStream, no undici Response or Headers:
+ * on it, light headers (node/undici-fetch.ts; no ReadableStream, no undici Response or Headers:
  * about 20 µs and a few KiB less per request in Node 20, measured with micro-benchmarks).
  */
 export const PUSH_ONLY: unique symbol = Symbol.for('tokenwire.push-only') as never;
 
 /**
  * Marks a fetch that takes `(url, init)` itself, as the standard fetch does: the client then calls it so,
- * with the body as the string it is, instead of building a Request first (node/node-http-fetch.ts).
+ * with the body as the string it is, instead of building a Request first (node/undici-fetch.ts).
  */
 export const FETCH_TAKES_INIT: unique symbol = Symbol.for('tokenwire.fetch-takes-init') as never;

@@ -51,7 +51,7 @@ export interface StreamOptions {
   onChunk?: ((chunk: Uint8Array, atMs: number) => void) | undefined;
   /**
    * The response, once its headers are in. Its body is the client's to read: with a fetch that pushes
-   * (the node:http fetch of `tokenwire/node`), a successful response is a stand-in with `status`,
+   * (createUndiciFetch of `tokenwire/node`), a successful response is a stand-in with `status`,
    * `statusText`, `ok`, `url`, `headers` (get, has, forEach, iteration) and a null `body` (push-source.ts).
    */
   onResponse?: ((response: Response) => void) | undefined;
@@ -172,7 +172,7 @@ async function open(
   let response: Response | undefined;
   const init: RequestInit = { method: prepared.method, headers: prepared.headers, signal };
   if (prepared.body !== undefined) init.body = prepared.body;
-  // A fetch that takes (url, init) itself (node/node-http-fetch.ts) gets them as they are; any other gets
+  // A fetch that takes (url, init) itself (node/undici-fetch.ts) gets them as they are; any other gets
   // one Request, held until the stream ends: undici follows an abort from the Request we pass to the one
   // it sends only while ours is alive, so a collected Request would silently lose the cancel.
   const takesInit = (fetchFn as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] === true;

@@ -433,7 +433,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       store.open(streamId, { dialect: dialect.id, flavor, headers, model, createdAt: Date.now() });
     // The stream is registered before its first frame. The in-memory store registers it as it is
     // called, so it is opened once the upstream has answered, with the relay: everything done before the
-    // upstream request's socket write (node:http's next tick) delays the TTFT at one stream. Another store
+    // upstream request's socket write delays the TTFT at one stream. Another store
     // may answer later than the upstream, so it is opened, and awaited, first.
     const openLate = sse && store instanceof MemoryResumeStore;
     let headers: Record<string, string> | undefined;

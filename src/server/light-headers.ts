@@ -1,12 +1,12 @@
 /**
  * Headers for the responses that only tokenwire's own code reads on the per-request path: the gateway's
- * direct-only responses to `serve()` and the node:http fetch's answers to a push reader. undici's Headers
+ * direct-only responses to `serve()` and the upstream fetch's answers to a push reader (node/undici-fetch.ts). undici's Headers
  * converts and validates every name and value through WebIDL; with the Response around it that cost
  * 3.3–4.1 µs per response in Node 20 against 1.0–1.3 µs here (a micro-benchmark of the two uses: a
- * record set, edited and iterated as `serve()` does, and node:http's raw headers read for
+ * record set, edited and iterated as `serve()` does, and an upstream answer's raw headers read for
  * `content-type`), and an allocation profile of the gateway found 6 KiB of its 78 KiB per one-token
- * request in undici. Names are lowercased; values are taken as given (this code's own, or ones node:http
- * has already parsed). Iteration is in sorted name order with each `set-cookie` value on its own, as
+ * request in undici. Names are lowercased; values are taken as given (this code's own, or ones the HTTP
+ * parser has already parsed). Iteration is in sorted name order with each `set-cookie` value on its own, as
  * Headers iterates (property-tested against Headers).
  */
 export class LightHeaders implements Headers {
@@ -16,7 +16,7 @@ export class LightHeaders implements Headers {
   readonly #names: string[] = [];
   #cookies: string[] | undefined;
   /**
-   * node:http's raw pairs (fromRaw), read in place by `get` and `has`, the only calls a reader of an
+   * The raw pairs given to fromRaw, read in place by `get` and `has`, the only calls a reader of an
    * upstream response makes (its content type): anything else first turns them into the map.
    */
   #raw: readonly string[] | undefined;
@@ -30,7 +30,7 @@ export class LightHeaders implements Headers {
     }
   }
 
-  /** From node:http's `rawHeaders` (name, value, name, value…): repeated names are combined. */
+  /** From raw header strings (name, value, name, value…, as HTTP parsers give them): repeated names are combined. */
   static fromRaw(raw: readonly string[]): LightHeaders {
     const headers = new LightHeaders();
     headers.#raw = raw;

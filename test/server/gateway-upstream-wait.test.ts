@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { complete } from '../../src/client/token-stream.ts';
-import { createNodeHttpFetch } from '../../src/node/node-http-fetch.ts';
 import { type ServedHandler, serve } from '../../src/node/serve.ts';
+import { createUndiciFetch } from '../../src/node/undici-fetch.ts';
 import { createGateway, type Gateway } from '../../src/server/create-gateway.ts';
 import { type ScriptedResponse, type ScriptServer, scriptServer } from '../helpers/script-server.ts';
 
@@ -34,7 +34,7 @@ async function gatewayBefore(
         url: upstream.url,
         dialects: ['openai-chat'],
         models: ['m'],
-        fetch: createNodeHttpFetch(),
+        fetch: createUndiciFetch(),
       },
     ],
     upstreamHeadersWaitMs: waitMs,

@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { HttpError } from '../../src/client/client-errors.ts';
 import { complete } from '../../src/client/token-stream.ts';
 import { openAiChat } from '../../src/dialects/openai-chat/index.ts';
-import { createNodeHttpFetch } from '../../src/node/node-http-fetch.ts';
+import { createUndiciFetch } from '../../src/node/undici-fetch.ts';
 import { decodeChunks } from '../helpers/decode.ts';
 import { startGateway, type TestGateway } from '../helpers/gateway.ts';
 import { readSse } from '../helpers/sse-read.ts';
@@ -170,8 +170,8 @@ describe('gateway', () => {
   for (const [how, extra] of [
     ['the global fetch', {}],
     [
-      'the node:http fetch, upstream timeouts set',
-      { upstreamFetch: createNodeHttpFetch(), upstreamTimeouts: { connectMs: 5000, idleMs: 5000 } },
+      'the undici fetch, upstream timeouts set',
+      { upstreamFetch: createUndiciFetch(), upstreamTimeouts: { connectMs: 5000, idleMs: 5000 } },
     ],
   ] as const)
     it(`aborts the upstream (over HTTP, ${how}) within 100 ms of the client leaving, and counts the cancelled tokens`, async () => {

@@ -8,8 +8,8 @@ import { createWorkload, type Prompt, parsePrompts, type Workload } from '../../
 import type { TimeoutOptions } from '../../client/timeouts.ts';
 import { DIALECT_IDS, type DialectId } from '../../dialects/dialect.ts';
 import { getDialect } from '../../dialects/registry.ts';
-import { createNodeHttpFetch } from '../../node/node-http-fetch.ts';
 import { type ServedHandler, serve } from '../../node/serve.ts';
+import { createUndiciFetch } from '../../node/undici-fetch.ts';
 import { createSim } from '../../sim/create-sim.ts';
 import { BENCH_HELP, type BenchConfig, defaultRequests, parseBenchArgs } from '../bench/bench-options.ts';
 import { ProgressDisplay } from '../bench/progress.ts';
@@ -116,12 +116,12 @@ async function resolveTarget(config: BenchConfig): Promise<ResolvedTarget> {
 }
 
 /**
- * The load's fetch: node:http with keep-alive for http: URLs (https: falls back to the global fetch).
+ * The load's fetch: undici's dispatch with keep-alive, its bodies read by events (node/undici-fetch.ts).
  * The bench's own allocations are what make its schedule late under load (young-generation GC pauses,
  * bench/RESULTS.md section 3); undici's fetch and Web Streams allocate several times more per chunk.
  */
 function benchFetch(): BenchTarget['fetch'] {
-  return createNodeHttpFetch();
+  return createUndiciFetch();
 }
 
 async function runLevels(

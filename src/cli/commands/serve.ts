@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { DIALECT_IDS } from '../../dialects/dialect.ts';
-import { createNodeHttpFetch } from '../../node/node-http-fetch.ts';
 import { serve } from '../../node/serve.ts';
 import { serveStatic } from '../../node/serve-static.ts';
 import { startTelemetry } from '../../node/start-telemetry.ts';
+import { createUndiciFetch } from '../../node/undici-fetch.ts';
 import type { GatewayOptions } from '../../server/create-gateway.ts';
 import { createGuardedGateway } from '../../server/guard-gateway.ts';
 import { LOG_LEVELS, type LogLevel } from '../../server/request-log.ts';
@@ -136,14 +136,15 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       dialects = probe.dialects;
       models = probe.models;
     }
-    // node:http to the upstream: no undici per request or per chunk (https falls back to fetch).
+    // undici's dispatch to the upstream (node/undici-fetch.ts): no Request, Response or Web Streams per
+    // request or per chunk.
     upstream = {
       name: url.host,
       url: url.origin,
       dialects,
       headers: upstreamHeaders,
       models,
-      fetch: createNodeHttpFetch(),
+      fetch: createUndiciFetch(),
       timeouts,
     };
     upstreamText = `${url.origin} (${dialects.join(', ')})`;

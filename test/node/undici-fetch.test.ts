@@ -1,21 +1,23 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { PUSH_ONLY, pushSourceOf } from '../../src/client/push-source.ts';
 import { complete } from '../../src/client/token-stream.ts';
-import { createNodeHttpFetch } from '../../src/node/node-http-fetch.ts';
+import { createUndiciFetch } from '../../src/node/undici-fetch.ts';
 import { readFixture } from '../helpers/paths.ts';
-import { type ScriptServer, scriptServer } from '../helpers/script-server.ts';
+import { type ScriptServer, scriptServer, sleep } from '../helpers/script-server.ts';
 
 const servers: ScriptServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
 const fixture = new TextDecoder().decode(readFixture('wire-examples/vllm-chat.sse'));
 const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
 
-describe('createNodeHttpFetch', () => {
+describe('createUndiciFetch', () => {
   it('serves the client through its push source, sending the body and headers as given', async () => {
     const server = await scriptServer({ steps: fixture.split(/(?<=\n\n)/).map((write) => ({ write })) });
     servers.push(server);
-    const fetchFn = createNodeHttpFetch();
+    const fetchFn = createUndiciFetch();
     const result = await complete(
       { url: `${server.url}/v1/chat/completions`, body, headers: { 'x-request-id': 'r1' } },
       { fetch: fetchFn },
@@ -29,13 +31,119 @@ describe('createNodeHttpFetch', () => {
   it('keeps the connection for the next request once the terminal event came', async () => {
     const server = await scriptServer({ steps: [{ write: fixture }] });
     servers.push(server);
-    const fetchFn = createNodeHttpFetch();
-    for (let i = 0; i < 3; i++) {
+    const fetchFn = createUndiciFetch();
+    for (let i = 0; i < 4; i++) {
       const result = await complete({ url: `${server.url}/v1/chat/completions`, body }, { fetch: fetchFn });
       assert.equal(result.complete, true);
+      // undici checks an idle connection for stray bytes on the event loop's next turn before it sends
+      // on it again; a request sent sooner goes on a second connection (both are kept).
+      await sleep(5);
     }
-    assert.equal(server.requests.length, 3);
+    assert.equal(server.requests.length, 4);
     assert.equal(server.connections(), 1);
+  });
+
+  it('hands a push reader what came before it subscribed, on a later turn, then the rest', async () => {
+    const server = await scriptServer({
+      steps: [{ write: fixture.slice(0, 200) }, { wait: 60 }, { write: fixture.slice(200) }],
+    });
+    servers.push(server);
+    const fetchFn = createUndiciFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
+    const response = await fetchFn(`${server.url}/x`, {
+      method: 'POST',
+      body: '{}',
+      [PUSH_ONLY]: true,
+    } as RequestInit);
+    await sleep(30); // the first write has come and waits for a reader
+    const chunks: string[] = [];
+    let inSubscribe = true;
+    const ended = new Promise<void>((resolve, reject) => {
+      pushSourceOf(response)!.subscribe({
+        chunk: (bytes) => {
+          assert.equal(inSubscribe, false, 'no chunk is delivered inside subscribe');
+          chunks.push(new TextDecoder().decode(bytes));
+        },
+        end: resolve,
+        error: reject,
+      });
+    });
+    inSubscribe = false;
+    await ended;
+    assert.equal(chunks.join(''), fixture);
+    assert.ok(chunks.length >= 2);
+  });
+
+  it('delivers a whole body that ended before the reader came', async () => {
+    const server = await scriptServer({ steps: [{ write: fixture }] });
+    servers.push(server);
+    const fetchFn = createUndiciFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
+    const response = await fetchFn(`${server.url}/x`, {
+      method: 'POST',
+      body: '{}',
+      [PUSH_ONLY]: true,
+    } as RequestInit);
+    await sleep(30);
+    const chunks: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      pushSourceOf(response)!.subscribe({
+        chunk: (b) => chunks.push(new TextDecoder().decode(b)),
+        end: resolve,
+        error: reject,
+      });
+    });
+    assert.equal(chunks.join(''), fixture);
+  });
+
+  it('holds the upstream back while a ReadableStream reader waits, losing nothing', async () => {
+    // 32 MiB offered as fast as the socket takes it; the reader takes one chunk, then waits.
+    const total = 32 * 1024 * 1024;
+    const piece = 64 * 1024;
+    let written = 0;
+    const server = createServer(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      while (written < total) {
+        const bytes = Buffer.alloc(piece, written / piece);
+        written += piece;
+        if (!res.write(bytes)) await new Promise((resolve) => res.once('drain', resolve));
+      }
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const response = await createUndiciFetch()(new Request(`http://127.0.0.1:${port}/big`));
+      const reader = response.body!.getReader();
+      let read = (await reader.read()).value!.length;
+      await sleep(300);
+      assert.ok(written < total / 2, `the upstream was held back (${written} of ${total} bytes written)`);
+      let previous = -1;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        read += value.length;
+        // Every byte says which 64 KiB piece it belongs to: pieces come whole and in order.
+        const first = value[0]!;
+        assert.ok(
+          first === previous || first === (previous + 1) % 256 || previous === -1,
+          `${first} after ${previous} at ${read} (${value.length})`,
+        );
+        previous = value[value.length - 1]!;
+      }
+      assert.equal(read, total);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('rejects with a clear error when the upstream cannot be reached', async () => {
+    const server = await scriptServer({ steps: [] });
+    const url = server.url;
+    await server.close();
+    await assert.rejects(
+      createUndiciFetch()(new Request(`${url}/x`, { method: 'POST', body: '{}' })),
+      /ECONNREFUSED/,
+    );
   });
 
   it('cuts a connection whose body never ends after the terminal event, the answer still complete', async () => {
@@ -43,7 +151,7 @@ describe('createNodeHttpFetch', () => {
     servers.push(server);
     const result = await complete(
       { url: `${server.url}/v1/chat/completions`, body },
-      { fetch: createNodeHttpFetch({ finishDrainMs: 50 }) },
+      { fetch: createUndiciFetch({ finishDrainMs: 50 }) },
     );
     assert.equal(result.complete, true);
     assert.equal(result.text, 'Hi there');
@@ -54,7 +162,7 @@ describe('createNodeHttpFetch', () => {
   it('gives a standard ReadableStream to anyone else, and one consumer only', async () => {
     const server = await scriptServer({ steps: [{ write: fixture }] });
     servers.push(server);
-    const response = await createNodeHttpFetch()(
+    const response = await createUndiciFetch()(
       new Request(`${server.url}/x`, { method: 'POST', body: '{}' }),
     );
     assert.ok(pushSourceOf(response.body) !== undefined);
@@ -72,7 +180,7 @@ describe('createNodeHttpFetch', () => {
     servers.push(server);
     const result = await complete(
       { url: `${server.url}/v1/chat/completions`, body },
-      { fetch: createNodeHttpFetch() },
+      { fetch: createUndiciFetch() },
     );
     assert.equal(result.complete, false);
     assert.equal(result.incomplete, 'connection-closed');
@@ -85,7 +193,7 @@ describe('createNodeHttpFetch', () => {
     const controller = new AbortController();
     const pending = complete(
       { url: `${server.url}/v1/chat/completions`, body },
-      { fetch: createNodeHttpFetch(), signal: controller.signal },
+      { fetch: createUndiciFetch(), signal: controller.signal },
     );
     setTimeout(() => controller.abort(), 50);
     await assert.rejects(pending, /aborted/);
@@ -101,7 +209,7 @@ describe('createNodeHttpFetch', () => {
     const during = new AbortController();
     const running = complete(
       { url: `${slow.url}/v1/chat/completions`, body },
-      { fetch: createNodeHttpFetch(), signal: during.signal },
+      { fetch: createUndiciFetch(), signal: during.signal },
     );
     setTimeout(() => during.abort(), 120);
     const result = await running;
@@ -121,7 +229,7 @@ describe('createNodeHttpFetch', () => {
         : { steps: [{ write: fixture }] },
     );
     servers.push(server);
-    const fetchFn = createNodeHttpFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
+    const fetchFn = createUndiciFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
     const init = { method: 'POST', body: '{}', [PUSH_ONLY]: true } as RequestInit;
     const good = await fetchFn(`${server.url}/good`, init);
     assert.equal(good.body, null);
@@ -158,7 +266,7 @@ describe('createNodeHttpFetch', () => {
     servers.push(server);
     const result = await complete(
       { url: `${server.url}/v1/chat/completions`, body: { ...body, stream: false } },
-      { fetch: createNodeHttpFetch() },
+      { fetch: createUndiciFetch() },
     );
     assert.equal(result.error?.code, 'not-streaming');
     assert.match(result.error!.message, /chat\.completion/);
@@ -172,7 +280,7 @@ describe('createNodeHttpFetch', () => {
     });
     servers.push(server);
     await assert.rejects(
-      complete({ url: `${server.url}/api/chat`, body }, { fetch: createNodeHttpFetch() }),
+      complete({ url: `${server.url}/api/chat`, body }, { fetch: createUndiciFetch() }),
       (error: unknown) => {
         assert.match(String(error), /429.*slow down/);
         return true;
