@@ -7,6 +7,7 @@ import { WHOLE_BODY } from '../server/read-body.ts';
 import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/response-output.ts';
 import { NodeRequestHeaders } from './node-request-headers.ts';
 import { TurnQueue } from './turn-queue.ts';
+import { writeNow } from './write-now.ts';
 
 /**
  * A web-standard handler: the gateway and the simulator are both this. A handler marked with
@@ -138,7 +139,7 @@ async function handle(
     process.nextTick(uncork, res);
     // The gateway's streams: text straight to the socket, no Web Streams queue in between.
     const attachment = direct.attach({
-      write: (text) => res.write(text),
+      write: (text) => writeNow(res, text),
       // The last text and the end of the chunked body in one write.
       end: (text) => (text === undefined || text === '' ? res.end() : res.end(text)),
       destroy: () => res.destroy(),
