@@ -125,6 +125,9 @@ function bodyOf(body: RequestInit['body']): string | Uint8Array | undefined {
 
 const CUT_MID_BODY = 'the upstream connection closed mid-body';
 
+/** Body bytes held for a reader that has not come yet before the upstream is held back. */
+const EARLY_BYTES_MAX = 256 * 1024;
+
 /**
  * One upstream request, as undici's dispatch handler (its callback interface), and the body's reader
  * once the answer came: the response's body goes to whichever reader comes first (the push source or
@@ -151,6 +154,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler, PushSource, PushSubscr
   #stream: ReadableStreamDefaultController<Uint8Array> | undefined;
   /** Chunks that came before the reader did (delivered on the reader's first turn). */
   #early: Uint8Array[] | undefined;
+  #earlyBytes = 0;
   /** The body's end as undici reported it: 'end', or the error. */
   #ended: { error?: unknown } | undefined;
   /** The reader has what it needs (push `finish` or `cancel`): the rest is drained or dropped. */
@@ -242,6 +246,9 @@ class UpstreamCall implements Dispatcher.DispatchHandler, PushSource, PushSubscr
     } else {
       if (this.#early === undefined) this.#early = [bytes];
       else this.#early.push(bytes);
+      // Nobody reads yet: hold the upstream back past a bound rather than buffer a body without limit.
+      this.#earlyBytes += bytes.length;
+      if (this.#earlyBytes >= EARLY_BYTES_MAX) this.#paused = true;
     }
     return !this.#paused;
   }
@@ -317,13 +324,16 @@ class UpstreamCall implements Dispatcher.DispatchHandler, PushSource, PushSubscr
     // inside `subscribe`), then the reader takes chunks as they come.
     this.#early = undefined;
     queueMicrotask(() => {
+      // Reading was held back for want of a reader (EARLY_BYTES_MAX): the reader's own pace decides now.
+      const held = this.#paused;
+      this.#paused = false;
       if (early !== undefined) for (const bytes of early) if (!this.#done) sink.chunk(bytes);
       if (this.#done) return;
       this.#sink = sink;
       if (ended !== undefined) {
         this.#ended = undefined;
         this.#finishBody(ended);
-      }
+      } else if (held && !this.#paused) this.#resumeReading?.();
     });
     return this;
   }

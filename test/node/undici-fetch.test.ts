@@ -94,7 +94,9 @@ describe('createUndiciFetch', () => {
     assert.equal(chunks.join(''), fixture);
   });
 
-  it('holds the upstream back while a ReadableStream reader waits, losing nothing', async () => {
+  it('holds the upstream back while a ReadableStream reader waits, losing nothing', {
+    timeout: 20000,
+  }, async () => {
     // 32 MiB offered as fast as the socket takes it; the reader takes one chunk, then waits.
     const total = 32 * 1024 * 1024;
     const piece = 64 * 1024;
@@ -129,6 +131,44 @@ describe('createUndiciFetch', () => {
         );
         previous = value[value.length - 1]!;
       }
+      assert.equal(read, total);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('holds the upstream back while a push reader has not subscribed yet, then gives it every byte', {
+    timeout: 20000,
+  }, async () => {
+    const total = 32 * 1024 * 1024;
+    const piece = 64 * 1024;
+    let written = 0;
+    const server = createServer(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      while (written < total) {
+        written += piece;
+        if (!res.write(Buffer.alloc(piece, 120))) await new Promise((resolve) => res.once('drain', resolve));
+      }
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const fetchFn = createUndiciFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
+      const response = await fetchFn(`http://127.0.0.1:${port}/big`, { [PUSH_ONLY]: true } as RequestInit);
+      await sleep(300);
+      assert.ok(written < total / 2, `the upstream was held back (${written} of ${total} bytes written)`);
+      let read = 0;
+      await new Promise<void>((resolve, reject) => {
+        pushSourceOf(response)!.subscribe({
+          chunk: (bytes) => {
+            read += bytes.length;
+          },
+          end: resolve,
+          error: reject,
+        });
+      });
       assert.equal(read, total);
     } finally {
       server.closeAllConnections();
