@@ -13,6 +13,54 @@ after(() => Promise.all(servers.map((s) => s.close())));
 const fixture = new TextDecoder().decode(readFixture('wire-examples/vllm-chat.sse'));
 const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
 
+const FLOOD_BYTES = 32 * 1024 * 1024;
+const FLOOD_PIECE = 64 * 1024;
+
+/**
+ * A server that offers FLOOD_BYTES as fast as its socket takes them, in 64 KiB pieces each filled with
+ * its index (mod 256), counting what it managed to write: how far a reader that waits lets it get.
+ */
+async function floodServer(): Promise<{ url: string; written: () => number; close: () => Promise<void> }> {
+  let written = 0;
+  const server = createServer(async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    while (written < FLOOD_BYTES) {
+      const bytes = Buffer.alloc(FLOOD_PIECE, written / FLOOD_PIECE);
+      written += FLOOD_PIECE;
+      if (!res.write(bytes)) await new Promise((resolve) => res.once('drain', resolve));
+    }
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/big`,
+    written: () => written,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** Reads a push-only response's body to its end through its push source, as text. */
+function readPushed(response: Response): Promise<string> {
+  const chunks: string[] = [];
+  return new Promise<string>((resolve, reject) => {
+    pushSourceOf(response)!.subscribe({
+      chunk: (bytes) => chunks.push(new TextDecoder().decode(bytes)),
+      end: () => resolve(chunks.join('')),
+      error: reject,
+    });
+  });
+}
+
+/** Calls a new fetch as tokenwire's client does: `(url, init)`, a POST, with PUSH_ONLY. */
+function fetchPushOnly(url: string): Promise<Response> {
+  const fetchFn = createUndiciFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
+  return fetchFn(url, { method: 'POST', body: '{}', [PUSH_ONLY]: true } as RequestInit);
+}
+
 describe('createUndiciFetch', () => {
   it('serves the client through its push source, sending the body and headers as given', async () => {
     const server = await scriptServer({ steps: fixture.split(/(?<=\n\n)/).map((write) => ({ write })) });
@@ -48,12 +96,7 @@ describe('createUndiciFetch', () => {
       steps: [{ write: fixture.slice(0, 200) }, { wait: 60 }, { write: fixture.slice(200) }],
     });
     servers.push(server);
-    const fetchFn = createUndiciFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
-    const response = await fetchFn(`${server.url}/x`, {
-      method: 'POST',
-      body: '{}',
-      [PUSH_ONLY]: true,
-    } as RequestInit);
+    const response = await fetchPushOnly(`${server.url}/x`);
     await sleep(30); // the first write has come and waits for a reader
     const chunks: string[] = [];
     let inSubscribe = true;
@@ -76,48 +119,25 @@ describe('createUndiciFetch', () => {
   it('delivers a whole body that ended before the reader came', async () => {
     const server = await scriptServer({ steps: [{ write: fixture }] });
     servers.push(server);
-    const fetchFn = createUndiciFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
-    const response = await fetchFn(`${server.url}/x`, {
-      method: 'POST',
-      body: '{}',
-      [PUSH_ONLY]: true,
-    } as RequestInit);
+    const response = await fetchPushOnly(`${server.url}/x`);
     await sleep(30);
-    const chunks: string[] = [];
-    await new Promise<void>((resolve, reject) => {
-      pushSourceOf(response)!.subscribe({
-        chunk: (b) => chunks.push(new TextDecoder().decode(b)),
-        end: resolve,
-        error: reject,
-      });
-    });
-    assert.equal(chunks.join(''), fixture);
+    assert.equal(await readPushed(response), fixture);
   });
 
   it('holds the upstream back while a ReadableStream reader waits, losing nothing', {
     timeout: 20000,
   }, async () => {
-    // 32 MiB offered as fast as the socket takes it; the reader takes one chunk, then waits.
-    const total = 32 * 1024 * 1024;
-    const piece = 64 * 1024;
-    let written = 0;
-    const server = createServer(async (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/octet-stream' });
-      while (written < total) {
-        const bytes = Buffer.alloc(piece, written / piece);
-        written += piece;
-        if (!res.write(bytes)) await new Promise((resolve) => res.once('drain', resolve));
-      }
-      res.end();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const flood = await floodServer();
     try {
-      const { port } = server.address() as AddressInfo;
-      const response = await createUndiciFetch()(new Request(`http://127.0.0.1:${port}/big`));
+      const response = await createUndiciFetch()(new Request(flood.url));
       const reader = response.body!.getReader();
       let read = (await reader.read()).value!.length;
       await sleep(300);
-      assert.ok(written < total / 2, `the upstream was held back (${written} of ${total} bytes written)`);
+      const written = flood.written();
+      assert.ok(
+        written < FLOOD_BYTES / 2,
+        `the upstream was held back (${written} of ${FLOOD_BYTES} bytes written)`,
+      );
       let previous = -1;
       for (;;) {
         const { done, value } = await reader.read();
@@ -131,34 +151,24 @@ describe('createUndiciFetch', () => {
         );
         previous = value[value.length - 1]!;
       }
-      assert.equal(read, total);
+      assert.equal(read, FLOOD_BYTES);
     } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await flood.close();
     }
   });
 
   it('holds the upstream back while a push reader has not subscribed yet, then gives it every byte', {
     timeout: 20000,
   }, async () => {
-    const total = 32 * 1024 * 1024;
-    const piece = 64 * 1024;
-    let written = 0;
-    const server = createServer(async (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      while (written < total) {
-        written += piece;
-        if (!res.write(Buffer.alloc(piece, 120))) await new Promise((resolve) => res.once('drain', resolve));
-      }
-      res.end();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const flood = await floodServer();
     try {
-      const { port } = server.address() as AddressInfo;
-      const fetchFn = createUndiciFetch() as unknown as (url: string, init: RequestInit) => Promise<Response>;
-      const response = await fetchFn(`http://127.0.0.1:${port}/big`, { [PUSH_ONLY]: true } as RequestInit);
+      const response = await fetchPushOnly(flood.url);
       await sleep(300);
-      assert.ok(written < total / 2, `the upstream was held back (${written} of ${total} bytes written)`);
+      const written = flood.written();
+      assert.ok(
+        written < FLOOD_BYTES / 2,
+        `the upstream was held back (${written} of ${FLOOD_BYTES} bytes written)`,
+      );
       let read = 0;
       await new Promise<void>((resolve, reject) => {
         pushSourceOf(response)!.subscribe({
@@ -169,10 +179,9 @@ describe('createUndiciFetch', () => {
           error: reject,
         });
       });
-      assert.equal(read, total);
+      assert.equal(read, FLOOD_BYTES);
     } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await flood.close();
     }
   });
 
@@ -282,15 +291,7 @@ describe('createUndiciFetch', () => {
       [...good.headers].find(([key]) => key === 'content-type'),
       ['content-type', 'text/event-stream'],
     );
-    const chunks: string[] = [];
-    await new Promise<void>((resolve, reject) => {
-      pushSourceOf(good)!.subscribe({
-        chunk: (bytes) => chunks.push(new TextDecoder().decode(bytes)),
-        end: resolve,
-        error: reject,
-      });
-    });
-    assert.equal(chunks.join(''), fixture);
+    assert.equal(await readPushed(good), fixture);
     assert.throws(() => pushSourceOf(good)!.subscribe({ chunk() {}, end() {}, error() {} }), /already/);
 
     const bad = await fetchFn(`${server.url}/bad`, init);
