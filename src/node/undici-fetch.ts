@@ -10,8 +10,8 @@ import {
 import { LightHeaders, lightResponse } from '../server/light-headers.ts';
 
 export interface UndiciFetchOptions {
-  /** Connections kept open per upstream origin. Default: no limit (a gateway relays many streams at once). */
-  maxSockets?: number | undefined;
+  /** Connections per upstream origin at most. Default: no limit (a gateway relays many streams at once). */
+  connections?: number | undefined;
   /**
    * After a stream's terminal event, how long the rest of its body (the chunked trailer) is drained so
    * the connection can serve the next request; a server that never ends the body is then cut. Default 2000.
@@ -23,8 +23,8 @@ export interface UndiciFetchOptions {
 
 /**
  * A fetch for the gateway's upstreams built on undici's `dispatch`, the callback API under its fetch:
- * keep-alive connections, the request written in the call, and the response read by callbacks — no
- * Request, Response or Web Streams machinery and no promise per chunk. The body is a standard
+ * keep-alive connections (`http:` and `https:`), and the response read by callbacks — no Request,
+ * Response or Web Streams machinery and no promise per chunk. The body is a standard
  * ReadableStream and also a push source (client/push-source.ts) that tokenwire's client reads by events;
  * a PUSH_ONLY caller gets a stand-in Response with no stream at all. undici's own headers and body
  * timeouts are off: the client's timeouts (client/timeouts.ts) decide when an upstream is too slow.
@@ -34,7 +34,7 @@ export function createUndiciFetch(options: UndiciFetchOptions = {}): (request: R
   const dispatcher =
     options.dispatcher ??
     new Agent({
-      connections: options.maxSockets ?? null,
+      connections: options.connections ?? null,
       headersTimeout: 0,
       bodyTimeout: 0,
     });
@@ -49,7 +49,7 @@ export function createUndiciFetch(options: UndiciFetchOptions = {}): (request: R
     let signal: AbortSignal | undefined;
     let pushOnly = false;
     if (request !== undefined) {
-      body = request.body === null ? undefined : await request.text();
+      body = request.body === null ? undefined : new Uint8Array(await request.arrayBuffer());
       request.headers.forEach((value, key) => {
         if (key !== 'content-length') headers[key] = value;
       });
