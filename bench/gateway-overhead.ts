@@ -618,6 +618,14 @@ export function summarize(report: GatewayReport): RouteLevel[] {
       const roundCells = [...new Set(cells.map((c) => c.round))]
         .sort((a, b) => a - b)
         .map((round) => cells.filter((c) => c.round === round));
+      /** Each round's quantile of one per-stream series, in round order. */
+      const perRound = (series: 'netTtftMs' | 'requestLegMs' | 'responseLegMs' | 'delayMs', q: number) =>
+        roundCells.map((one) =>
+          quantile(
+            one.flatMap((c) => c[series]),
+            q,
+          ),
+        );
       out.push({
         route: route.id,
         level,
@@ -629,30 +637,10 @@ export function summarize(report: GatewayReport): RouteLevel[] {
         delayP99: quantile(delays, 0.99),
         cpu: spread(cpu),
         byRound: {
-          netTtftP50: roundCells.map((one) =>
-            quantile(
-              one.flatMap((c) => c.netTtftMs),
-              0.5,
-            ),
-          ),
-          requestLegP50: roundCells.map((one) =>
-            quantile(
-              one.flatMap((c) => c.requestLegMs),
-              0.5,
-            ),
-          ),
-          responseLegP50: roundCells.map((one) =>
-            quantile(
-              one.flatMap((c) => c.responseLegMs),
-              0.5,
-            ),
-          ),
-          delayP99: roundCells.map((one) =>
-            quantile(
-              one.flatMap((c) => c.delayMs),
-              0.99,
-            ),
-          ),
+          netTtftP50: perRound('netTtftMs', 0.5),
+          requestLegP50: perRound('requestLegMs', 0.5),
+          responseLegP50: perRound('responseLegMs', 0.5),
+          delayP99: perRound('delayMs', 0.99),
         },
         streams: cells.reduce((a, c) => a + c.streams, 0),
         failed: cells.reduce((a, c) => a + c.failed, 0),

@@ -275,9 +275,15 @@ class UpstreamCall implements Dispatcher.DispatchHandler, PushSource, PushSubscr
     return reject !== undefined;
   }
 
+  /** undici reported the body's end: kept for a reader still to come, handed to the one there is. */
   #finishBody(end: { error?: unknown }): void {
     if (this.#ended !== undefined) return;
     this.#ended = end;
+    this.#deliverEnd(end);
+  }
+
+  /** The body's end to whichever reader has it (none yet: nothing). */
+  #deliverEnd(end: { error?: unknown }): void {
     if (this.#done) return;
     if (this.#sink !== undefined) {
       this.#done = true;
@@ -299,10 +305,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler, PushSource, PushSubscr
       const early = this.#early;
       this.#early = undefined;
       if (early !== undefined) for (const bytes of early) controller.enqueue(bytes);
-      const ended = this.#ended;
-      if (ended !== undefined) {
-        if (ended.error !== undefined) controller.error(ended.error);
-        else controller.close();
+      if (this.#ended !== undefined) {
+        this.#deliverEnd(this.#ended);
         return;
       }
     }
@@ -330,10 +334,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler, PushSource, PushSubscr
       if (early !== undefined) for (const bytes of early) if (!this.#done) sink.chunk(bytes);
       if (this.#done) return;
       this.#sink = sink;
-      if (ended !== undefined) {
-        this.#ended = undefined;
-        this.#finishBody(ended);
-      } else if (held && !this.#paused) this.#resumeReading?.();
+      if (ended !== undefined) this.#deliverEnd(ended);
+      else if (held && !this.#paused) this.#resumeReading?.();
     });
     return this;
   }
