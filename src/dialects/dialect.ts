@@ -49,7 +49,11 @@ export interface DialectDecoder {
   readonly sawTerminator: boolean;
 }
 
-/** Where encoded payloads go: the caller frames them (SSE with ids, NDJSON lines). */
+/**
+ * Where encoded payloads go: the caller frames them (SSE with ids, NDJSON lines). A payload is one line,
+ * JSON or a sentinel (`[DONE]`), never holding CR or LF: callers frame it as it is, without searching it
+ * (every dialect's conformance suite checks this, with line breaks in the text).
+ */
 export type FrameSink = (data: string, kind?: 'legacy-error-field') => void;
 
 export interface MidStreamError {

@@ -14,8 +14,11 @@ export function frameText(
   if (encoder.framing === 'ndjson') return `${data}\n`;
   if (kind === 'legacy-error-field') return `error: ${data}\n\n`;
   if (id === undefined) return encoder.sseSpace ? `data: ${data}\n\n` : `data:${data}\n\n`;
-  // Payloads are JSON (no raw line breaks) and ids are the gateway's own: the common case needs no checks.
-  if (data.indexOf('\n') === -1 && data.indexOf('\r') === -1 && SAFE_ID.test(id)) {
+  // A payload is one line (FrameSink's contract: JSON or a sentinel), so it is not searched for line
+  // breaks: that search would flatten the encoder's string into a copy of its own, which a stored frame
+  // (resume-store.ts) would then keep. Ids come from elsewhere (a resumed stream's is the client's):
+  // checked, and anything but the gateway's own alphabet goes through the full encoder.
+  if (SAFE_ID.test(id)) {
     return encoder.sseSpace ? `id: ${id}\ndata: ${data}\n\n` : `id: ${id}\ndata:${data}\n\n`;
   }
   return encodeSseEvent({ data, id }, { space: encoder.sseSpace });

@@ -41,7 +41,8 @@ interface Producing {
 }
 
 interface MetaRecord {
-  v: 1;
+  /** 2: frames hold the encoder's payload (`d`) and its kind (`k`), not the framed text (1). */
+  v: 2;
   replica: string;
   meta: StreamMeta;
 }
@@ -133,7 +134,7 @@ export class RedisResumeStore implements ResumeStore {
     // sees a stream whose producer has not said it is alive.
     this.#startHeartbeat();
     this.#producing.set(streamId, { lastSeq: 0, refreshedAt: 0 });
-    const record: MetaRecord = { v: 1, replica: this.replicaId, meta };
+    const record: MetaRecord = { v: 2, replica: this.replicaId, meta };
     this.#redis.set(this.#metaKey(streamId), JSON.stringify(record), 'PX', this.#ttlMs).catch(this.#failed);
   }
 
@@ -142,9 +143,11 @@ export class RedisResumeStore implements ResumeStore {
     if (producing === undefined) return;
     producing.lastSeq = frame.seq;
     const framesKey = this.#framesKey(streamId);
-    this.#redis
-      .xadd(framesKey, 'MAXLEN', '~', this.#maxFrames, `${frame.seq}-0`, 'd', frame.text)
-      .catch(this.#failed);
+    const entry = `${frame.seq}-0`;
+    (frame.kind === undefined
+      ? this.#redis.xadd(framesKey, 'MAXLEN', '~', this.#maxFrames, entry, 'd', frame.data)
+      : this.#redis.xadd(framesKey, 'MAXLEN', '~', this.#maxFrames, entry, 'd', frame.data, 'k', frame.kind)
+    ).catch(this.#failed);
     const now = Date.now();
     // The keys live ttlMs after the last write: refreshed now and then, not per frame.
     if (now - producing.refreshedAt >= this.#ttlMs / 4) {
@@ -256,7 +259,8 @@ export class RedisResumeStore implements ResumeStore {
             setStatus(END_STATUSES.has(ending) ? ending : 'lost');
             return;
           }
-          yield { seq, text: field(fields, 'd') };
+          const kind = field(fields, 'k') === 'legacy-error-field' ? 'legacy-error-field' : undefined;
+          yield { seq, data: field(fields, 'd'), kind };
         }
         if (entries.length === READ_BATCH) continue; // still replaying
         if (producerGone) {
@@ -308,7 +312,8 @@ export class RedisResumeStore implements ResumeStore {
     if (text === null) return undefined;
     try {
       const record = JSON.parse(text) as MetaRecord;
-      if (record.v !== 1) return undefined;
+      // Another version's frames would be framed wrongly: such a stream is not resumable here.
+      if (record.v !== 2) return undefined;
       // JSON drops undefined fields; the meta type has them.
       return { ...record, meta: { ...record.meta, flavor: record.meta.flavor ?? undefined } };
     } catch {

@@ -11,7 +11,7 @@ import {
 export interface MemoryResumeStoreOptions {
   /** Streams kept at most; the oldest finished ones go first. Default 1000. */
   maxStreams?: number | undefined;
-  /** Bytes of frames kept per stream; the oldest frames go first. Default 4 MiB. */
+  /** Payload characters (UTF-16 units) kept per stream; the oldest frames go first. Default 4 Mi. */
   maxBytesPerStream?: number | undefined;
   /** How long a finished stream stays resumable. Default 5 minutes. */
   ttlMs?: number | undefined;
@@ -71,9 +71,9 @@ export class MemoryResumeStore implements ResumeStore {
     const entry = this.#entries.get(streamId);
     if (entry === undefined) return;
     entry.frames.push(frame);
-    entry.bytes += frame.text.length;
+    entry.bytes += frame.data.length;
     while (entry.bytes > this.#maxBytes && entry.frames.length > 1) {
-      entry.bytes -= entry.frames.shift()!.text.length;
+      entry.bytes -= entry.frames.shift()!.data.length;
     }
     wake(entry);
   }

@@ -1,9 +1,16 @@
 import type { DialectId } from '../dialects/dialect.ts';
 
-/** One written SSE event, already framed (its `id:` line included), with its sequence number. */
+/**
+ * One written SSE event: its sequence number and what the dialect's encoder wrote (the payload, and its
+ * kind). Its wire text, `id: <stream>.<seq>` line included, is built again from these when the frame is
+ * read back (`frameText`): stored as the payload, a frame keeps the encoder's own string, not the flat
+ * copy of the whole event that writing it to the socket makes (that copy was most of what a stream's
+ * frames held: bench/README.md).
+ */
 export interface StoredFrame {
   seq: number;
-  text: string;
+  data: string;
+  kind?: 'legacy-error-field' | undefined;
 }
 
 /** What a resuming request needs to continue a stream it did not start. */

@@ -16,6 +16,8 @@ export function resumedBody(
 ): ReadableStream<Uint8Array> {
   const meta = subscription.meta;
   const encoded = new TextEncoder();
+  // Stored frames are payloads: framed here as the stream's own encoder frames them.
+  const encoder = getDialect(meta.dialect).createEncoder({ flavor: meta.flavor, model: meta.model });
   let lastSeq = afterSeq;
   return new ReadableStream<Uint8Array>({
     async start(controller) {
@@ -23,11 +25,12 @@ export function resumedBody(
       try {
         for await (const frame of subscription.frames) {
           lastSeq = frame.seq;
-          controller.enqueue(encoded.encode(frame.text));
+          controller.enqueue(
+            encoded.encode(frameText(encoder, frame.data, frame.kind, formatEventId(streamId, frame.seq))),
+          );
         }
         const status = subscription.status();
         if (status === 'cancelled' || status === 'lost' || status === 'live') {
-          const encoder = getDialect(meta.dialect).createEncoder({ flavor: meta.flavor, model: meta.model });
           encoder.error(
             {
               message:

@@ -46,9 +46,8 @@ export class StreamRelay {
     this.#sink = this.sse
       ? (data, kind) => {
           this.#seq += 1;
-          const text = frameText(this.#encoder, data, kind, formatEventId(this.streamId, this.#seq));
-          this.#write(text);
-          this.#store?.append(this.streamId, { seq: this.#seq, text });
+          this.#write(frameText(this.#encoder, data, kind, formatEventId(this.streamId, this.#seq)));
+          this.#store?.append(this.streamId, { seq: this.#seq, data, kind });
         }
       : (data, kind) => this.#write(frameText(this.#encoder, data, kind));
     if (this.sse && options.retryMs !== undefined) this.#write(`retry: ${options.retryMs}\n\n`);

@@ -155,6 +155,7 @@ const textPiece = fc.oneof(
     '東京',
     ' 👩‍👩‍👧',
     '\n',
+    ' a\r\nb\r',
     ' <b>&amp;</b>',
     ' "quoted"',
     '\\',

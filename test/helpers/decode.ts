@@ -41,6 +41,8 @@ export function encodeEvents(
   const encoder = dialect.createEncoder(options);
   let out = '';
   const sink = (data: string, kind?: 'legacy-error-field') => {
+    // FrameSink's contract: relays frame payloads without searching them for line breaks.
+    if (/[\r\n]/.test(data)) throw new Error(`a payload holds a line break: ${JSON.stringify(data)}`);
     out += frameText(encoder, data, kind);
   };
   for (const event of events) encoder.event(event, sink);

@@ -18,7 +18,12 @@ const META: StreamMeta = {
   model: 'sim',
   createdAt: 0,
 };
-const frame = (seq: number): StoredFrame => ({ seq, text: `id: s.${seq}\ndata: {"n":${seq}}\n\n` });
+// Frame 5 is a legacy llama-server `error:` field: its kind is stored with it.
+const frame = (seq: number): StoredFrame => ({
+  seq,
+  data: `{"n":${seq},"t":"é東"}`,
+  kind: seq === 5 ? 'legacy-error-field' : undefined,
+});
 
 let redis: TestRedis;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -65,9 +70,9 @@ describe('RedisResumeStore', () => {
     await producer.close('s1', 'complete');
     assert.deepEqual(await seen, [2, 3, 4, 5]);
     assert.equal(subscription.status(), 'complete');
-    // The frame text is kept byte for byte.
+    // A frame's payload and kind come back as they were stored.
     const again = await follower.subscribe('s1', 4, new AbortController().signal);
-    for await (const f of again!.frames) assert.equal(f.text, frame(5).text);
+    for await (const f of again!.frames) assert.deepEqual(f, frame(5));
     assert.equal(again!.status(), 'complete');
   });
 
