@@ -143,11 +143,10 @@ export class RedisResumeStore implements ResumeStore {
     if (producing === undefined) return;
     producing.lastSeq = frame.seq;
     const framesKey = this.#framesKey(streamId);
-    const entry = `${frame.seq}-0`;
-    (frame.kind === undefined
-      ? this.#redis.xadd(framesKey, 'MAXLEN', '~', this.#maxFrames, entry, 'd', frame.data)
-      : this.#redis.xadd(framesKey, 'MAXLEN', '~', this.#maxFrames, entry, 'd', frame.data, 'k', frame.kind)
-    ).catch(this.#failed);
+    const kind = frame.kind === undefined ? [] : ['k', frame.kind];
+    this.#redis
+      .xadd(framesKey, 'MAXLEN', '~', this.#maxFrames, `${frame.seq}-0`, 'd', frame.data, ...kind)
+      .catch(this.#failed);
     const now = Date.now();
     // The keys live ttlMs after the last write: refreshed now and then, not per frame.
     if (now - producing.refreshedAt >= this.#ttlMs / 4) {
