@@ -52,6 +52,8 @@ const WEB_STANDARD = new Set<Layer>([
 const NO_PACKAGES = new Set<Layer>(['root', 'errors', 'events', 'wire', 'dialects', 'client']);
 
 const srcRoot = join(repoRoot, 'src');
+/** Folders of code several dialects share (`openai-family/`, `common/`…): not dialects themselves. */
+const FAMILY_FOLDERS = /^(common|[a-z0-9]+-family)$/;
 
 function layerOf(file: string): Layer {
   const rel = relative(srcRoot, file).replace(/\\/g, '/');
@@ -122,9 +124,12 @@ describe('architecture', () => {
           const own = relative(srcRoot, file).split('/')[1];
           const other = relative(srcRoot, target).split('/')[1];
           const isFolder = (part: string | undefined) =>
-            part !== undefined && !part.endsWith('.ts') && part !== 'shared';
+            part !== undefined && !part.endsWith('.ts') && !FAMILY_FOLDERS.test(part);
           if (isFolder(own) && isFolder(other) && own !== other) {
             violations.push(`${rel}: the ${own} dialect must not import the ${other} dialect`);
+          }
+          if (own !== undefined && FAMILY_FOLDERS.test(own) && isFolder(other)) {
+            violations.push(`${rel}: shared code (${own}) must not import the ${other} dialect`);
           }
         }
       }

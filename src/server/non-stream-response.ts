@@ -1,5 +1,5 @@
 import type { DialectId } from '../dialects/dialect.ts';
-import { openAiFinishWord } from '../dialects/shared/openai-finish.ts';
+import { openAiFinishWord } from '../dialects/openai-family/openai-finish.ts';
 import type { Result } from '../events/result.ts';
 
 /**

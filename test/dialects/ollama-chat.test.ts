@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { DialectError, RequestError } from '../../src/dialects/dialect.ts';
 import { ollamaChat } from '../../src/dialects/ollama-chat/index.ts';
-import { ollamaCreatedAt } from '../../src/dialects/shared/ollama-created-at.ts';
+import { ollamaCreatedAt } from '../../src/dialects/ollama-family/ollama-created-at.ts';
 import type { StreamEvent } from '../../src/events/stream-event.ts';
 import { utf8 } from '../helpers/chunks.ts';
 import { assertByteFaithful, fold, runConformance } from '../helpers/conformance.ts';

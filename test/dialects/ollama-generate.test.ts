@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DialectError, RequestError } from '../../src/dialects/dialect.ts';
+import { ollamaCreatedAt } from '../../src/dialects/ollama-family/ollama-created-at.ts';
 import { ollamaGenerate } from '../../src/dialects/ollama-generate/index.ts';
-import { ollamaCreatedAt } from '../../src/dialects/shared/ollama-created-at.ts';
 import type { StreamEvent } from '../../src/events/stream-event.ts';
 import { utf8 } from '../helpers/chunks.ts';
 import { assertByteFaithful, fold, runConformance } from '../helpers/conformance.ts';

@@ -3,12 +3,12 @@ import type { ErrorEvent, FinishEvent } from '../../events/stream-event.ts';
 import type { Usage } from '../../events/usage.ts';
 import type { Frame } from '../../wire/frame.ts';
 import { parseJson } from '../../wire/parse-json.ts';
+import { errorFromPayload } from '../common/error-payload.ts';
+import { isRecord, type JsonRecord, numberField, stringField } from '../common/json-fields.ts';
+import { parsePayload } from '../common/parse-payload.ts';
+import { TextFrameTemplate } from '../common/text-frame-template.ts';
 import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
-import { errorFromPayload } from '../shared/error-payload.ts';
-import { isRecord, type JsonRecord, numberField, stringField } from '../shared/json-fields.ts';
-import { parseLlamacppTimings } from '../shared/llamacpp-timings.ts';
-import { parsePayload } from '../shared/parse-payload.ts';
-import { TextFrameTemplate } from '../shared/text-frame-template.ts';
+import { parseLlamacppTimings } from '../llamacpp-family/llamacpp-timings.ts';
 
 /**
  * Decodes llama-server's native `/completion` stream (wire-formats.md §4.2): `data: {json}` events, no

@@ -1,10 +1,10 @@
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
 import type { Timings } from '../../events/usage.ts';
+import { isRecord, type JsonRecord } from '../common/json-fields.ts';
+import { StreamTotals } from '../common/stream-totals.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
-import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
-import { llamacppJson } from '../shared/llamacpp-json.ts';
-import { llamacppTimingsObject } from '../shared/llamacpp-timings.ts';
-import { StreamTotals } from '../shared/stream-totals.ts';
+import { llamacppJson } from '../llamacpp-family/llamacpp-json.ts';
+import { llamacppTimingsObject } from '../llamacpp-family/llamacpp-timings.ts';
 
 /**
  * Which llama-server to imitate on the native `/completion` stream (wire-formats.md §4.2):

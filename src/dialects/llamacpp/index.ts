@@ -1,5 +1,5 @@
+import { isRecord } from '../common/json-fields.ts';
 import type { DetectProbe, Dialect, ErrorResponse } from '../dialect.ts';
-import { isRecord } from '../shared/json-fields.ts';
 import { LlamacppDecoder } from './decoder.ts';
 import { LLAMACPP_FLAVORS, LlamacppEncoder, llamacppErrorType } from './encoder.ts';
 import { llamacppFromBody, llamacppToBody } from './request.ts';

@@ -1,6 +1,5 @@
 import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
-import { RequestError } from '../dialect.ts';
-import type { JsonRecord } from '../shared/json-fields.ts';
+import type { JsonRecord } from '../common/json-fields.ts';
 import {
   dropUndefined,
   extraFields,
@@ -9,7 +8,8 @@ import {
   optionalStopList,
   optionalString,
   requireRecord,
-} from '../shared/request-fields.ts';
+} from '../common/request-fields.ts';
+import { RequestError } from '../dialect.ts';
 
 const KNOWN = new Set([
   'prompt',

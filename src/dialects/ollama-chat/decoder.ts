@@ -1,6 +1,6 @@
+import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import type { DecoderOptions } from '../dialect.ts';
-import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
-import { OllamaLineDecoder, type OllamaLineShape } from '../shared/ollama-line-decoder.ts';
+import { OllamaLineDecoder, type OllamaLineShape } from '../ollama-family/ollama-line-decoder.ts';
 
 /**
  * `/api/chat` lines (`api.ChatResponse`): content, thinking and tool calls under `message`. A line with

@@ -1,5 +1,5 @@
 import type { EncoderOptions } from '../dialect.ts';
-import { OllamaLineEncoder, type OllamaWriteShape } from '../shared/ollama-line-encoder.ts';
+import { OllamaLineEncoder, type OllamaWriteShape } from '../ollama-family/ollama-line-encoder.ts';
 
 /** Ollama is the only server that writes `/api/chat`. */
 export const OLLAMA_CHAT_FLAVORS: readonly string[] = ['ollama'];

@@ -1,6 +1,6 @@
 import type { Dialect } from '../dialect.ts';
-import { detectOllamaNative } from '../shared/ollama-detect.ts';
-import { ollamaErrorResponse } from '../shared/ollama-error-response.ts';
+import { detectOllamaNative } from '../ollama-family/ollama-detect.ts';
+import { ollamaErrorResponse } from '../ollama-family/ollama-error-response.ts';
 import { OllamaChatDecoder } from './decoder.ts';
 import { OLLAMA_CHAT_FLAVORS, OllamaChatEncoder } from './encoder.ts';
 import { ollamaChatFromBody, ollamaChatToBody } from './request.ts';

@@ -1,18 +1,18 @@
 import { type ChatMessage, type ChatRequest, requestMessages } from '../../events/chat-request.ts';
-import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
-import {
-  readOllamaOptions,
-  requireOllamaBody,
-  writeOllamaExtra,
-  writeOllamaOptions,
-} from '../shared/ollama-request-fields.ts';
+import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   extraFields,
   openAiTools,
   optionalBoolean,
   parseMessages,
   parseTools,
-} from '../shared/request-fields.ts';
+} from '../common/request-fields.ts';
+import {
+  readOllamaOptions,
+  requireOllamaBody,
+  writeOllamaExtra,
+  writeOllamaOptions,
+} from '../ollama-family/ollama-request-fields.ts';
 
 const KNOWN = new Set(['model', 'messages', 'stream', 'options', 'think', 'tools']);
 

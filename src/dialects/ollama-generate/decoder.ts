@@ -1,6 +1,6 @@
+import type { JsonRecord } from '../common/json-fields.ts';
 import type { DecoderOptions } from '../dialect.ts';
-import type { JsonRecord } from '../shared/json-fields.ts';
-import { OllamaLineDecoder, type OllamaLineShape } from '../shared/ollama-line-decoder.ts';
+import { OllamaLineDecoder, type OllamaLineShape } from '../ollama-family/ollama-line-decoder.ts';
 
 /**
  * `/api/generate` lines (`api.GenerateResponse`): `response`, `thinking` and `tool_calls` at the top; the

@@ -1,6 +1,6 @@
 import type { Dialect } from '../dialect.ts';
-import { detectOllamaNative } from '../shared/ollama-detect.ts';
-import { ollamaErrorResponse } from '../shared/ollama-error-response.ts';
+import { detectOllamaNative } from '../ollama-family/ollama-detect.ts';
+import { ollamaErrorResponse } from '../ollama-family/ollama-error-response.ts';
 import { OllamaGenerateDecoder } from './decoder.ts';
 import { OLLAMA_GENERATE_FLAVORS, OllamaGenerateEncoder } from './encoder.ts';
 import { ollamaGenerateFromBody, ollamaGenerateToBody } from './request.ts';

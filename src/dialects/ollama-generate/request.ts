@@ -1,12 +1,12 @@
 import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
-import type { JsonRecord } from '../shared/json-fields.ts';
+import type { JsonRecord } from '../common/json-fields.ts';
+import { extraFields, optionalBoolean, optionalString } from '../common/request-fields.ts';
 import {
   readOllamaOptions,
   requireOllamaBody,
   writeOllamaExtra,
   writeOllamaOptions,
-} from '../shared/ollama-request-fields.ts';
-import { extraFields, optionalBoolean, optionalString } from '../shared/request-fields.ts';
+} from '../ollama-family/ollama-request-fields.ts';
 
 const KNOWN = new Set(['model', 'prompt', 'system', 'stream', 'options', 'think']);
 

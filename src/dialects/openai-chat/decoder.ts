@@ -1,8 +1,8 @@
 import type { ToolCallDeltaEvent } from '../../events/stream-event.ts';
 import { ToolCallAccumulator } from '../../events/tool-call-accumulator.ts';
+import { isRecord, type JsonRecord, numberField, stringField } from '../common/json-fields.ts';
 import type { DecoderOptions, Emit } from '../dialect.ts';
-import { isRecord, type JsonRecord, numberField, stringField } from '../shared/json-fields.ts';
-import { OpenAiChunkDecoder } from '../shared/openai-chunk-decoder.ts';
+import { OpenAiChunkDecoder } from '../openai-family/openai-chunk-decoder.ts';
 
 /**
  * Decodes `chat.completion.chunk` streams from every server that writes them: vLLM, llama-server,

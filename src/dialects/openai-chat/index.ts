@@ -1,7 +1,7 @@
+import { isRecord } from '../common/json-fields.ts';
 import type { DetectProbe, Dialect } from '../dialect.ts';
-import { isRecord } from '../shared/json-fields.ts';
-import { openAiErrorResponse } from '../shared/openai-error-response.ts';
-import { openAiResponseHeaders } from '../shared/openai-response-headers.ts';
+import { openAiErrorResponse } from '../openai-family/openai-error-response.ts';
+import { openAiResponseHeaders } from '../openai-family/openai-response-headers.ts';
 import { OpenAiChatDecoder } from './decoder.ts';
 import { OPENAI_CHAT_FLAVORS, OpenAiChatEncoder } from './encoder.ts';
 import { openAiChatFromBody, openAiChatToBody } from './request.ts';

@@ -1,13 +1,5 @@
 import type { ChatRequest } from '../../events/chat-request.ts';
-import { RequestError } from '../dialect.ts';
-import type { JsonRecord } from '../shared/json-fields.ts';
-import {
-  OPENAI_SAMPLING_FIELDS,
-  readExtraAndStreamOptions,
-  readOpenAiSampling,
-  writeOpenAiSampling,
-  writeStreamOptionsAndExtra,
-} from '../shared/openai-request-fields.ts';
+import type { JsonRecord } from '../common/json-fields.ts';
 import {
   dropUndefined,
   openAiToolChoice,
@@ -18,7 +10,15 @@ import {
   parseToolChoice,
   parseTools,
   requireRecord,
-} from '../shared/request-fields.ts';
+} from '../common/request-fields.ts';
+import { RequestError } from '../dialect.ts';
+import {
+  OPENAI_SAMPLING_FIELDS,
+  readExtraAndStreamOptions,
+  readOpenAiSampling,
+  writeOpenAiSampling,
+  writeStreamOptionsAndExtra,
+} from '../openai-family/openai-request-fields.ts';
 
 const KNOWN = new Set([
   ...OPENAI_SAMPLING_FIELDS,

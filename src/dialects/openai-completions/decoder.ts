@@ -1,6 +1,6 @@
+import type { JsonRecord } from '../common/json-fields.ts';
 import type { DecoderOptions, Emit } from '../dialect.ts';
-import type { JsonRecord } from '../shared/json-fields.ts';
-import { OpenAiChunkDecoder } from '../shared/openai-chunk-decoder.ts';
+import { OpenAiChunkDecoder } from '../openai-family/openai-chunk-decoder.ts';
 
 /**
  * Decodes `text_completion` streams (`POST /v1/completions`) from every server that writes them:

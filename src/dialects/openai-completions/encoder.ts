@@ -1,13 +1,13 @@
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
+import type { JsonRecord } from '../common/json-fields.ts';
+import { randomAlphanumeric, randomHex } from '../common/random-id.ts';
+import { StreamTotals } from '../common/stream-totals.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
-import type { JsonRecord } from '../shared/json-fields.ts';
-import { llamacppTimingsObject } from '../shared/llamacpp-timings.ts';
-import { openAiFinishWord } from '../shared/openai-finish.ts';
-import { writeOpenAiStreamError } from '../shared/openai-stream-error.ts';
-import { openAiUsageObject } from '../shared/openai-usage.ts';
-import { randomAlphanumeric, randomHex } from '../shared/random-id.ts';
-import { StreamTotals } from '../shared/stream-totals.ts';
+import { llamacppTimingsObject } from '../llamacpp-family/llamacpp-timings.ts';
+import { openAiFinishWord } from '../openai-family/openai-finish.ts';
+import { writeOpenAiStreamError } from '../openai-family/openai-stream-error.ts';
+import { openAiUsageObject } from '../openai-family/openai-usage.ts';
 
 /**
  * Which server's `text_completion` stream to write (wire-formats.md §3.3, §4.4, §5.4, §6.5). They

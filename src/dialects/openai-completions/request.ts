@@ -1,20 +1,20 @@
 import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
-import { RequestError } from '../dialect.ts';
-import type { JsonRecord } from '../shared/json-fields.ts';
-import {
-  OPENAI_SAMPLING_FIELDS,
-  readExtraAndStreamOptions,
-  readOpenAiSampling,
-  writeOpenAiSampling,
-  writeStreamOptionsAndExtra,
-} from '../shared/openai-request-fields.ts';
+import type { JsonRecord } from '../common/json-fields.ts';
 import {
   dropUndefined,
   optionalBoolean,
   optionalNumber,
   optionalString,
   requireRecord,
-} from '../shared/request-fields.ts';
+} from '../common/request-fields.ts';
+import { RequestError } from '../dialect.ts';
+import {
+  OPENAI_SAMPLING_FIELDS,
+  readExtraAndStreamOptions,
+  readOpenAiSampling,
+  writeOpenAiSampling,
+  writeStreamOptionsAndExtra,
+} from '../openai-family/openai-request-fields.ts';
 
 /** Fields read into the normalized request (everything else travels in `extra`). */
 const KNOWN = new Set([...OPENAI_SAMPLING_FIELDS, 'prompt']);

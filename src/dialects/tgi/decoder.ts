@@ -2,11 +2,11 @@ import { snippet } from '../../errors.ts';
 import { unifyFinishReason } from '../../events/finish-reason.ts';
 import type { Usage } from '../../events/usage.ts';
 import type { Frame } from '../../wire/frame.ts';
+import { errorFromPayload } from '../common/error-payload.ts';
+import { isRecord, type JsonRecord, numberField, stringField } from '../common/json-fields.ts';
+import { parsePayload } from '../common/parse-payload.ts';
+import { TextFrameTemplate } from '../common/text-frame-template.ts';
 import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
-import { errorFromPayload } from '../shared/error-payload.ts';
-import { isRecord, type JsonRecord, numberField, stringField } from '../shared/json-fields.ts';
-import { parsePayload } from '../shared/parse-payload.ts';
-import { TextFrameTemplate } from '../shared/text-frame-template.ts';
 
 /**
  * Decodes TGI's native `/generate_stream` (and `POST /` with `stream: true`) stream (wire-formats.md

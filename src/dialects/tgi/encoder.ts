@@ -1,6 +1,6 @@
 import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
+import { StreamTotals } from '../common/stream-totals.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
-import { StreamTotals } from '../shared/stream-totals.ts';
 
 /**
  * Which TGI to imitate on `/generate_stream` (wire-formats.md §5.1, §5.2):

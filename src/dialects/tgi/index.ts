@@ -1,5 +1,5 @@
+import { isRecord } from '../common/json-fields.ts';
 import type { DetectProbe, Dialect, ErrorResponse } from '../dialect.ts';
-import { isRecord } from '../shared/json-fields.ts';
 import { TgiDecoder } from './decoder.ts';
 import { TGI_FLAVORS, TgiEncoder } from './encoder.ts';
 import { tgiFromBody, tgiToBody } from './request.ts';

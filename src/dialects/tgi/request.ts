@@ -1,6 +1,5 @@
 import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
-import { RequestError } from '../dialect.ts';
-import { isRecord, type JsonRecord } from '../shared/json-fields.ts';
+import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   dropUndefined,
   extraFields,
@@ -8,7 +7,8 @@ import {
   optionalNumber,
   optionalStopList,
   requireRecord,
-} from '../shared/request-fields.ts';
+} from '../common/request-fields.ts';
+import { RequestError } from '../dialect.ts';
 
 const KNOWN = new Set(['inputs', 'parameters', 'stream']);
 const KNOWN_PARAMETERS = new Set([

@@ -1,6 +1,10 @@
 import { snippet } from '../../errors.ts';
 import type { StartEvent } from '../../events/stream-event.ts';
 import type { Frame } from '../../wire/frame.ts';
+import { errorFromPayload } from '../common/error-payload.ts';
+import type { JsonRecord } from '../common/json-fields.ts';
+import { parsePayload } from '../common/parse-payload.ts';
+import { TextFrameTemplate } from '../common/text-frame-template.ts';
 import {
   type DecoderOptions,
   type DialectDecoder,
@@ -8,12 +12,8 @@ import {
   type DialectId,
   type Emit,
 } from '../dialect.ts';
-import { errorFromPayload } from './error-payload.ts';
-import type { JsonRecord } from './json-fields.ts';
 import { parseOllamaToolCalls } from './ollama-tool-calls.ts';
 import { parseOllamaTrailer } from './ollama-trailer.ts';
-import { parsePayload } from './parse-payload.ts';
-import { TextFrameTemplate } from './text-frame-template.ts';
 
 /** Where one endpoint's line keeps its parts: `/api/chat` under `message`, `/api/generate` at the top. */
 export interface OllamaLineShape {

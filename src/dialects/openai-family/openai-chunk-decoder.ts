@@ -1,13 +1,13 @@
 import { unifyFinishReason } from '../../events/finish-reason.ts';
 import type { FinishEvent, StartEvent } from '../../events/stream-event.ts';
 import type { Frame } from '../../wire/frame.ts';
+import { errorFromPayload } from '../common/error-payload.ts';
+import { isRecord, type JsonRecord, numberField, stringField } from '../common/json-fields.ts';
+import { parsePayload } from '../common/parse-payload.ts';
+import { TextFrameTemplate } from '../common/text-frame-template.ts';
 import type { DecoderOptions, DialectDecoder, DialectId, Emit } from '../dialect.ts';
-import { errorFromPayload } from './error-payload.ts';
-import { isRecord, type JsonRecord, numberField, stringField } from './json-fields.ts';
-import { parseLlamacppTimings } from './llamacpp-timings.ts';
+import { parseLlamacppTimings } from '../llamacpp-family/llamacpp-timings.ts';
 import { isZeroUsage, parseOpenAiUsage } from './openai-usage.ts';
-import { parsePayload } from './parse-payload.ts';
-import { TextFrameTemplate } from './text-frame-template.ts';
 
 /**
  * What `chat.completion.chunk` and `text_completion` streams share, from every server that writes them

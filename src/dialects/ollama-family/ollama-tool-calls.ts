@@ -1,6 +1,6 @@
 import type { ToolCallDeltaEvent, ToolCallEvent } from '../../events/stream-event.ts';
 import { completeToolCall } from '../../events/tool-call-accumulator.ts';
-import { isRecord, type JsonRecord, numberField, stringField } from './json-fields.ts';
+import { isRecord, type JsonRecord, numberField, stringField } from '../common/json-fields.ts';
 
 /**
  * Reads Ollama's native `tool_calls` (`message.tool_calls` on `/api/chat`, top-level on

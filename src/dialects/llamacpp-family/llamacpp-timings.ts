@@ -1,5 +1,5 @@
 import type { Timings } from '../../events/usage.ts';
-import { isRecord, type JsonRecord, numberField } from './json-fields.ts';
+import { isRecord, type JsonRecord, numberField } from '../common/json-fields.ts';
 
 /** Reads llama-server's `timings` object (milliseconds, floats). */
 export function parseLlamacppTimings(timings: JsonRecord): Timings {

@@ -31,7 +31,7 @@ const MAX_FRUITLESS_LEARNS = 8;
  *
  * Learning is safe only from a frame with no backslash at all: then every string's bytes are its value,
  * so the text's one occurrence as `"text"` is where the decoder read it (two occurrences: not learned).
- * test/dialects/shared/text-frame-template.test.ts checks the equivalence with random frames.
+ * test/dialects/common/text-frame-template.test.ts checks the equivalence with random frames.
  */
 export class TextFrameTemplate {
   readonly #ignoredKeys: readonly string[];

@@ -1,5 +1,5 @@
 import type { Usage } from '../../events/usage.ts';
-import { type JsonRecord, numberField, recordField } from './json-fields.ts';
+import { type JsonRecord, numberField, recordField } from '../common/json-fields.ts';
 
 /** Reads an OpenAI-style `usage` object (vLLM, llama.cpp, TGI and Ollama OpenAI routes). */
 export function parseOpenAiUsage(usage: JsonRecord): Usage {

@@ -1,7 +1,7 @@
 import { type FinishReason, unifyFinishReason } from '../../events/finish-reason.ts';
 import type { FinishEvent, TimingsEvent, UsageEvent } from '../../events/stream-event.ts';
 import { msToNanos, nanosToMs, type Timings, type Usage } from '../../events/usage.ts';
-import { isRecord, type JsonRecord, numberField } from './json-fields.ts';
+import { isRecord, type JsonRecord, numberField } from '../common/json-fields.ts';
 
 /**
  * The trailer of Ollama's native streams: the `done: true` line's `done_reason`, `context`

@@ -1,11 +1,11 @@
 import type { StreamEvent } from '../../events/stream-event.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
+import type { JsonRecord } from '../common/json-fields.ts';
+import { StreamTotals } from '../common/stream-totals.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
-import type { JsonRecord } from './json-fields.ts';
 import { ollamaCreatedAt } from './ollama-created-at.ts';
 import { ollamaToolCallObject } from './ollama-tool-calls.ts';
 import { ollamaTrailerFields } from './ollama-trailer.ts';
-import { StreamTotals } from './stream-totals.ts';
 
 /** What one line carries: text (may be empty), or reasoning, or one whole tool call. */
 export interface OllamaLinePart {

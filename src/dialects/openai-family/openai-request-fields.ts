@@ -1,13 +1,13 @@
 import type { ChatRequest } from '../../events/chat-request.ts';
-import { RequestError } from '../dialect.ts';
-import { isRecord, type JsonRecord } from './json-fields.ts';
+import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   extraFields,
   optionalBoolean,
   optionalNumber,
   optionalStopList,
   optionalString,
-} from './request-fields.ts';
+} from '../common/request-fields.ts';
+import { RequestError } from '../dialect.ts';
 
 /** The fields of an OpenAI-style body that `readOpenAiSampling` reads (besides the output cap). */
 export const OPENAI_SAMPLING_FIELDS: readonly string[] = [

@@ -1,5 +1,5 @@
+import { isRecord } from '../common/json-fields.ts';
 import type { DetectProbe } from '../dialect.ts';
-import { isRecord } from './json-fields.ts';
 
 /**
  * How sure it is that a probe is Ollama's native `/api/chat` (`kind: 'chat'`) or `/api/generate`

@@ -1,13 +1,13 @@
 import type { ChatRequest } from '../../events/chat-request.ts';
-import { RequestError } from '../dialect.ts';
-import { isRecord, type JsonRecord } from './json-fields.ts';
+import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   extraFields,
   optionalNumber,
   optionalStopList,
   optionalString,
   requireRecord,
-} from './request-fields.ts';
+} from '../common/request-fields.ts';
+import { RequestError } from '../dialect.ts';
 
 /** Request fields both native Ollama endpoints share (wire-formats.md §6.1). */
 
