@@ -167,7 +167,7 @@ export async function traceStream(
     const attributes: Attributes = {
       'tokenwire.stream.end_state': endState,
       'tokenwire.stream.chunks': result.metrics.chunkCount,
-      'tokenwire.usage.output_tokens_estimated': result.usage?.outputTokens === undefined,
+      'tokenwire.usage.output_tokens_estimated': result.metrics.outputTokensEstimated,
     };
     if (result.model !== undefined) attributes['gen_ai.response.model'] = result.model;
     if (result.id !== undefined) attributes['gen_ai.response.id'] = result.id;

@@ -1,6 +1,6 @@
 import type { StreamMetrics } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
-import type { Usage } from '../events/usage.ts';
+import type { Timings, Usage } from '../events/usage.ts';
 
 /**
  * Timestamps taken when bytes arrive (a frame is stamped with the arrival of the read that completed
@@ -71,12 +71,17 @@ export class MetricsRecorder {
     }
   }
 
-  finish(usage: Usage | undefined): StreamMetrics {
+  /**
+   * The stream's figures. Output tokens are the server's count: its usage, else the tokens its timings
+   * say it generated (llama-server's `timings.predicted_n` without `include_usage`), else an estimate.
+   */
+  finish(usage: Usage | undefined, timings?: Timings | undefined): StreamMetrics {
     const end = this.#now();
+    const serverCount = usage?.outputTokens ?? timings?.evalTokens;
     const metrics: StreamMetrics = {
       chunkCount: this.contentFrames,
       interChunkMs: this.interChunkMs,
-      outputTokensEstimated: usage?.outputTokens === undefined,
+      outputTokensEstimated: serverCount === undefined,
       keepaliveCount: this.keepalives,
       bytes: this.bytes,
       totalMs: end - this.startedAt,
@@ -85,7 +90,7 @@ export class MetricsRecorder {
     if (this.firstByteAt !== undefined) metrics.ttfbMs = this.firstByteAt - this.startedAt;
     if (this.firstContentAt !== undefined) metrics.ttftMs = this.firstContentAt - this.startedAt;
     // A chunk is not a token: without the server's count, content frames are the estimate (flagged).
-    metrics.outputTokens = usage?.outputTokens ?? this.contentFrames;
+    metrics.outputTokens = serverCount ?? this.contentFrames;
     if (usage?.inputTokens !== undefined) metrics.inputTokens = usage.inputTokens;
     const lastAt = this.#lastContentAt;
     if (this.firstContentAt !== undefined && lastAt !== undefined && metrics.outputTokens > 1) {

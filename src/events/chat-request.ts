@@ -22,12 +22,31 @@ export interface ChatRequest {
   toolChoice?: string | undefined;
   /** Ask for reasoning text (Ollama `think`, a reasoning effort). */
   reasoning?: boolean | string | undefined;
+  /** A token budget for reasoning (Anthropic `thinking.budget_tokens`). */
+  reasoningBudgetTokens?: number | undefined;
   /** Ask for usage in the stream (`stream_options.include_usage`). */
   includeUsage?: boolean | undefined;
   /** `stream: false` was asked for explicitly. */
   stream?: boolean | undefined;
+  /** Structured output: Responses `text.format` (`json_schema` with its name, schema and strictness). */
+  responseFormat?: ResponseFormat | undefined;
+  /**
+   * Responses `store`: false asks that nothing of the answer be kept beyond the stream (a gateway keeps
+   * nothing it was told not to, beyond resume when asked); true or absent leaves it to the server.
+   */
+  store?: boolean | undefined;
   /** Fields of the original body that have no normalized home, passed through to same-dialect upstreams. */
   extra?: Record<string, unknown> | undefined;
+}
+
+/** The shape asked of the answer's text. */
+export interface ResponseFormat {
+  type: 'text' | 'json_object' | 'json_schema';
+  name?: string | undefined;
+  /** JSON Schema (`json_schema` only). */
+  schema?: unknown;
+  strict?: boolean | undefined;
+  description?: string | undefined;
 }
 
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';

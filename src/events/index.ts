@@ -2,9 +2,10 @@ export type { ChatMessage, ChatRequest, ChatRole, ChatToolCall, ToolDefinition }
 export { renderPrompt, requestMessages } from './chat-request.ts';
 export type { FinishReason } from './finish-reason.ts';
 export { FINISH_REASONS, unifyFinishReason } from './finish-reason.ts';
-export type { IncompleteReason, Result, ResultError, StreamMetrics, ToolCall } from './result.ts';
+export type { Choice, IncompleteReason, Result, ResultError, StreamMetrics, ToolCall } from './result.ts';
 export { emptyMetrics, mergeUsage, ResultBuilder } from './result.ts';
 export type {
+  ChoiceScoped,
   ErrorEvent,
   FinishEvent,
   ReasoningEvent,
@@ -13,8 +14,10 @@ export type {
   StreamEventType,
   TextEvent,
   TimingsEvent,
+  TokenLogprob,
   ToolCallDeltaEvent,
   ToolCallEvent,
+  TopLogprob,
   UsageEvent,
 } from './stream-event.ts';
 export { completeToolCall, ToolCallAccumulator } from './tool-call-accumulator.ts';

@@ -5,6 +5,8 @@ export interface Usage {
   totalTokens?: number | undefined;
   /** Prompt tokens served from a cache (vLLM `cached_tokens`, llama.cpp `cache_n`). */
   cachedInputTokens?: number | undefined;
+  /** Prompt tokens written to a cache (Anthropic `cache_creation_input_tokens`; part of `inputTokens`). */
+  cacheCreationInputTokens?: number | undefined;
   /** Output tokens spent on reasoning (vLLM 2026 `reasoning_tokens`). */
   reasoningTokens?: number | undefined;
   raw?: unknown;

@@ -16,7 +16,23 @@ const ERROR = 'extra/llamacpp-completion-native-midstream-error.sse';
 const ERROR_LEGACY = 'extra/llamacpp-completion-native-midstream-error-legacy.sse';
 
 runConformance(llamacpp, {
-  fixtures: [EXAMPLE, CAPTURE, LEGACY, WORD_CRLF, ERROR, ERROR_LEGACY],
+  fixtures: [
+    EXAMPLE,
+    CAPTURE,
+    LEGACY,
+    WORD_CRLF,
+    ERROR,
+    ERROR_LEGACY,
+    'real-captures/llamacpp-b10108/n01-completion-stream-limit.sse',
+    'real-captures/llamacpp-b10108/n02-completion-stream-stopword.sse',
+    'real-captures/llamacpp-b10108/n05-completion-stream-eos.sse',
+    'real-captures/llamacpp-b10108/n06-completion-stream-nprobs.sse',
+    'real-captures/llamacpp-b10108/n08-completion-stream-timings-per-token.sse',
+    'real-captures/llamacpp-b10108/n10-completion-stream-multiprompt.sse',
+    'real-captures/llamacpp-b10108/n16-completion-stream-npredict-huge.sse',
+    'real-captures/llamacpp-b10108/n17-completion-stream-npredict-huge-ctxshift.sse',
+    'real-captures/llamacpp-b10108/n22-completion-stream-response-fields.sse',
+  ],
   capabilities: () => ({
     reasoning: false,
     toolCalls: false,
@@ -188,9 +204,11 @@ describe('llamacpp decoder', () => {
       raw: 'word',
       stopSequence: '</s>',
     });
+    // `truncated`: the server cut the prompt to fit its context (b10108 n13/n14 logic), said on the finish.
     assert.deepEqual(finishOf({ stop_type: 'limit', truncated: true }), {
       type: 'finish',
       reason: 'length',
+      inputTruncated: true,
       raw: 'limit',
     });
     assert.deepEqual(finishOf({ stop_type: 'none' }), { type: 'finish', reason: 'error', raw: 'none' });
@@ -238,17 +256,60 @@ describe('llamacpp decoder', () => {
     );
   });
 
-  it('reads only prompt 0 of a multi-prompt stream', () => {
-    const bytes = utf8(
-      'data: {"index":1,"content":"B","stop":false,"id_slot":-1}\n\n' +
-        'data: {"index":0,"content":"A","stop":false,"id_slot":-1}\n\n' +
-        'data: {"index":1,"content":"","id_slot":1,"stop":true,"stop_type":"limit"}\n\n' +
-        'data: {"index":0,"content":"","id_slot":0,"stop":true,"stop_type":"eos"}\n\n',
-    );
-    const decoded = decodeChunks(llamacpp, [bytes]);
+  it('reads every prompt of a multi-prompt stream as a choice, complete when each has stopped', () => {
+    const lines = [
+      'data: null\n\n',
+      'data: {"index":1,"content":"B","stop":false,"id_slot":-1,"tokens_predicted":1,"tokens_evaluated":9}\n\n',
+      'data: {"index":0,"content":"A","stop":false,"id_slot":-1,"tokens_predicted":1,"tokens_evaluated":5}\n\n',
+      'data: {"index":1,"content":"","id_slot":1,"stop":true,"stop_type":"limit","tokens_predicted":1,"tokens_evaluated":9}\n\n',
+      'data: {"index":0,"content":"","id_slot":0,"stop":true,"stop_type":"eos","tokens_predicted":1,"tokens_evaluated":5}\n\n',
+    ];
+    const decoded = decodeChunks(llamacpp, [utf8(lines.join(''))]);
+    assert.equal(decoded.complete, true);
     const result = fold(decoded.events);
     assert.equal(result.text, 'A');
     assert.equal(result.finishReason, 'stop');
+    assert.deepEqual(
+      result.choices?.map((c) => [c.index, c.text, c.finishReason]),
+      [
+        [0, 'A', 'stop'],
+        [1, 'B', 'length'],
+      ],
+    );
+    // Both prompts' counts.
+    assert.equal(result.usage?.outputTokens, 2);
+    assert.equal(result.usage?.inputTokens, 14);
+    // Prompt 0 stopped, prompt 1 not yet: not complete.
+    const early = decodeChunks(llamacpp, [utf8(lines[0]! + lines[1]! + lines[2]! + lines[4]!)]);
+    assert.equal(early.complete, false);
+    assert.equal(early.terminated, false);
+  });
+
+  it('reads a response_fields projection: a final event without "stop" is known by its stop_type', () => {
+    const decoded = decodeChunks(llamacpp, [
+      utf8(
+        'data: {"content":" Work"}\n\ndata: {"content":" Pr"}\n\ndata: {"content":"","stop_type":"limit"}\n\n',
+      ),
+    ]);
+    assert.equal(decoded.complete, true);
+    const result = fold(decoded.events);
+    assert.equal(result.text, ' Work Pr');
+    assert.equal(result.finishReason, 'length');
+  });
+
+  it('carries token ids and completion_probabilities (n_probs) on the text events', () => {
+    const decoded = decodeChunks(llamacpp, [
+      readFixture('real-captures/llamacpp-b10108/n06-completion-stream-nprobs.sse'),
+    ]);
+    const texts = decoded.events.filter((e) => e.type === 'text');
+    assert.ok(texts.length > 0);
+    for (const event of texts) {
+      assert.ok(event.type === 'text');
+      assert.equal(event.tokenIds?.length, 1);
+      assert.equal(event.logprobs?.length, 1);
+      assert.equal(event.logprobs?.[0]?.token, event.text);
+      assert.equal(event.logprobs?.[0]?.top?.length, 2);
+    }
   });
 
   it('refuses a payload that is not a native event (an OpenAI chunk) as malformed', () => {

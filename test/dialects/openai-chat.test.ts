@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RequestError } from '../../src/dialects/dialect.ts';
 import { openAiChat } from '../../src/dialects/openai-chat/index.ts';
-import { assertByteFaithful, runConformance } from '../helpers/conformance.ts';
+import { utf8 } from '../helpers/chunks.ts';
+import { assertByteFaithful, fold, runConformance } from '../helpers/conformance.ts';
 import { decodeChunks, encodeEvents } from '../helpers/decode.ts';
 import { readFixture } from '../helpers/paths.ts';
 
@@ -23,6 +24,20 @@ runConformance(openAiChat, {
     'wire-examples/ollama-openai-chat-toolcall.sse',
     'wire-examples/ollama-openai-chat-midstream-error.sse',
     'real-captures/llamacpp-b4747/v1-chat.sse',
+    'real-captures/llamacpp-b10108/c01-chat-stream.sse',
+    'real-captures/llamacpp-b10108/c02-chat-stream-include-usage.sse',
+    'real-captures/llamacpp-b10108/c04-chat-stream-eos.sse',
+    'real-captures/llamacpp-b10108/c05-chat-stream-stop.sse',
+    'real-captures/llamacpp-b10108/c06-chat-stream-logprobs.sse',
+    'real-captures/llamacpp-b10108/c13-chat-stream-n2.sse',
+    'real-captures/llamacpp-b10108/c16-chat-stream-midstream-ctxfull.sse',
+    'real-captures/llamacpp-b10108/c17-chat-stream-return-progress.sse',
+    'real-captures/llamacpp-b10108/c18-chat-stream-tools-generic.sse',
+    'real-captures/llamacpp-b10108/t01-chat-stream-tools-llama31.sse',
+    'real-captures/llamacpp-b10108/t03-chat-stream-tools-auto-llama31.sse',
+    'real-captures/llamacpp-b10108/t04-chat-stream-tools-include-usage-llama31.sse',
+    'real-captures/llamacpp-b10108/x01-chat-stream-reasoning.sse',
+    'real-captures/llamacpp-b10108/x03-chat-stream-reasoning-none.sse',
   ],
   capabilities: (flavor) => ({
     reasoning: flavor !== 'tgi',
@@ -136,5 +151,59 @@ describe('openai-chat request mapping', () => {
         (error: unknown) => error instanceof RequestError && error.field === field,
       );
     }
+  });
+});
+
+describe('openai-chat decoder: what real servers add', () => {
+  const CAPTURES = 'real-captures/llamacpp-b10108';
+
+  it('reads every choice of n: 2 (llama-server b10108), complete when each has finished', () => {
+    const decoded = decodeChunks(openAiChat, [readFixture(`${CAPTURES}/c13-chat-stream-n2.sse`)]);
+    assert.equal(decoded.complete, true);
+    const result = fold(decoded.events);
+    assert.equal(result.choices?.length, 2);
+    assert.deepEqual(
+      result.choices?.map((c) => c.index),
+      [0, 1],
+    );
+    assert.equal(result.choices?.[0]?.text, result.text);
+    assert.ok((result.choices?.[1]?.text.length ?? 0) > 0);
+    assert.equal(result.choices?.[1]?.finishReason, 'length');
+  });
+
+  it('carries logprobs and top_logprobs on the text events (llama-server b10108)', () => {
+    const decoded = decodeChunks(openAiChat, [readFixture(`${CAPTURES}/c06-chat-stream-logprobs.sse`)]);
+    const result = fold(decoded.events);
+    assert.ok(result.logprobs !== undefined && result.logprobs.length > 0);
+    assert.equal(result.logprobs.map((l) => l.token).join(''), result.text);
+    for (const entry of result.logprobs) {
+      assert.equal(typeof entry.logprob, 'number');
+      assert.equal(entry.top?.length, 2);
+      assert.equal(typeof entry.id, 'number');
+    }
+  });
+
+  it('reads a padded [DONE] (data:  [DONE]) as the sentinel, never as JSON', () => {
+    const decoded = decodeChunks(openAiChat, [
+      utf8(
+        'data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}\n\n' +
+          'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n' +
+          'data:  [DONE]\n\n',
+      ),
+    ]);
+    assert.equal(decoded.complete, true);
+    assert.equal(decoded.terminated, true);
+    assert.equal(decoded.sawTerminator, true);
+  });
+
+  it('counts output tokens from llama-server timings.predicted_n when there is no usage', () => {
+    const decoded = decodeChunks(openAiChat, [readFixture(`${CAPTURES}/c01-chat-stream.sse`)]);
+    const timings = decoded.events.find((e) => e.type === 'timings');
+    assert.ok(timings?.type === 'timings');
+    assert.equal(timings.timings.evalTokens, 16);
+    assert.equal(
+      decoded.events.some((e) => e.type === 'usage'),
+      false,
+    );
   });
 });

@@ -21,6 +21,11 @@ runConformance(openAiCompletions, {
     'wire-examples/tgi-completions.sse',
     'wire-examples/ollama-openai-completions.sse',
     'real-captures/llamacpp-b4747/v1-completions.sse',
+    'real-captures/llamacpp-b10108/o01-completions-stream.sse',
+    'real-captures/llamacpp-b10108/o02-completions-stream-stop.sse',
+    'real-captures/llamacpp-b10108/o04-completions-stream-eos.sse',
+    'real-captures/llamacpp-b10108/o05-completions-stream-include-usage.sse',
+    'real-captures/llamacpp-b10108/o06-completions-stream-logprobs.sse',
     'extra/vllm-completions-midstream-error.sse',
     'extra/vllm-completions-stop-string.sse',
     'extra/llamacpp-completions-midstream-error.sse',
@@ -339,7 +344,7 @@ describe('openai-completions decoder', () => {
     assert.equal(decoded.complete, true);
   });
 
-  it('reads only choice 0, and ignores a stop token id in stop_reason', () => {
+  it('reads every choice (others carry their index), and ignores a stop token id in stop_reason', () => {
     const decoded = decode(
       sse(
         {
@@ -355,6 +360,8 @@ describe('openai-completions decoder', () => {
     assert.deepEqual(
       decoded.events.filter((e) => e.type !== 'start'),
       [
+        { type: 'text', text: 'other', choice: 1 },
+        { type: 'finish', reason: 'length', raw: 'length', choice: 1 },
         { type: 'text', text: 'mine' },
         { type: 'finish', reason: 'stop', raw: 'stop' },
       ],

@@ -50,7 +50,14 @@ export class TextFrameTemplate {
   #text: string | undefined;
   readonly #tap: Emit = (event) => {
     this.#events += 1;
-    this.#text = event.type === 'text' ? event.text : undefined;
+    // Only a bare text event is learned: a match emits text alone (no choice, token ids or logprobs).
+    this.#text =
+      event.type === 'text' &&
+      event.choice === undefined &&
+      event.tokenIds === undefined &&
+      event.logprobs === undefined
+        ? event.text
+        : undefined;
     this.#downstream!(event);
   };
 

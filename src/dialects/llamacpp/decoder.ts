@@ -1,5 +1,5 @@
 import { snippet } from '../../errors.ts';
-import type { ErrorEvent, FinishEvent } from '../../events/stream-event.ts';
+import type { ErrorEvent, FinishEvent, TextEvent } from '../../events/stream-event.ts';
 import type { Usage } from '../../events/usage.ts';
 import type { Frame } from '../../wire/frame.ts';
 import { parseJson } from '../../wire/parse-json.ts';
@@ -7,21 +7,25 @@ import { errorFromPayload } from '../common/error-payload.ts';
 import { isRecord, type JsonRecord, numberField, stringField } from '../common/json-fields.ts';
 import { parsePayload } from '../common/parse-payload.ts';
 import { TextFrameTemplate } from '../common/text-frame-template.ts';
+import { parseTokenLogprobs } from '../common/token-logprobs.ts';
 import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
 import { parseLlamacppTimings } from '../llamacpp-family/llamacpp-timings.ts';
 
 /**
  * Decodes llama-server's native `/completion` stream (wire-formats.md §4.2): `data: {json}` events, no
  * `[DONE]`; the last event has `"stop": true`. Reads both final-event shapes: `stop_type` (Dec 2024 on)
- * and the `stopped_eos` / `stopped_word` / `stopped_limit` flags (before, and in forks). Only prompt 0 is
- * read when a request held several prompts.
+ * and the `stopped_eos` / `stopped_word` / `stopped_limit` flags (before, and in forks), and the
+ * `response_fields` projection (only the fields asked for: a final event without `stop` is known by its
+ * `stop_type`). A request with several prompts streams them interleaved by `index` (after a `data: null`
+ * the server writes first): each is a choice, and the stream is complete when every one has stopped.
  *
  * Events, in order:
  * - `start` (no metadata: partial events carry none) at the first event;
  * - `usage` with `inputTokens` once, from the first partial event's `tokens_evaluated` (2025+ builds), so
  *   the prompt size is known even when the stream is cut;
  * - `text` per non-empty `content` (`""` is a token that completed a held-back UTF-8 sequence or stop
- *   string, or the end-of-sequence token);
+ *   string, or the end-of-sequence token), with its `tokens` ids and `completion_probabilities` (`n_probs`)
+ *   when the server sent them;
  * - from the final event: a second `start` carrying `model` (it appears only there; the Result merges
  *   start events), `finish`, `usage` (`tokens_evaluated`, `tokens_predicted`, `timings.cache_n`) and
  *   `timings`. Per-token `timings` on partial events (`timings_per_token`) are progress snapshots and are
@@ -29,7 +33,10 @@ import { parseLlamacppTimings } from '../llamacpp-family/llamacpp-timings.ts';
  */
 export class LlamacppDecoder implements DialectDecoder {
   #started = false;
+  /** Prompt 0 stopped. */
   #stopped = false;
+  /** Prompts other than 0 (a multi-prompt request): text so far, and whether each stopped. */
+  #others: Map<number, { text: string; stopped: boolean }> | undefined;
   #errored = false;
   #inputReported = false;
   /** Text emitted so far, to tell a final `content` that repeats it from one that adds to it. */
@@ -44,12 +51,19 @@ export class LlamacppDecoder implements DialectDecoder {
   }
 
   get complete(): boolean {
-    return this.#stopped && !this.#errored;
+    return this.#allStopped() && !this.#errored;
   }
 
-  /** After the final event, or after an error (the server closes the stream after either). */
+  /** After every prompt's final event, or after an error (the server closes the stream after either). */
   get terminated(): boolean {
-    return this.#stopped || this.#errored;
+    return this.#allStopped() || this.#errored;
+  }
+
+  #allStopped(): boolean {
+    if (!this.#stopped) return false;
+    if (this.#others !== undefined)
+      for (const other of this.#others.values()) if (!other.stopped) return false;
+    return true;
   }
 
   /** The final `"stop": true` event is this dialect's terminal marker. */
@@ -74,6 +88,8 @@ export class LlamacppDecoder implements DialectDecoder {
     }
     // Never sent by llama-server's native endpoint; tolerated (a proxy may add it).
     if (frame.data === '[DONE]') return;
+    // A multi-prompt request's stream opens with `data: null` (b10108): nothing in it.
+    if (frame.data === 'null') return;
     const payload = parsePayload('llamacpp', frame.data);
     const error = errorFromPayload(payload);
     if (error !== undefined) {
@@ -81,21 +97,49 @@ export class LlamacppDecoder implements DialectDecoder {
       emit(error);
       return;
     }
-    const stop = payload.stop;
-    if (typeof stop !== 'boolean') {
+    const stop = isFinalEvent(payload);
+    if (stop === undefined) {
       throw new DialectError('llamacpp', `an event has no boolean "stop": ${snippet(frame.data, 120)}`);
     }
-    const index = payload.index;
-    if (typeof index === 'number' && index !== 0) return;
     if (!this.#started) {
       this.#started = true;
       emit({ type: 'start' });
+    }
+    const index = payload.index;
+    if (typeof index === 'number' && index !== 0) {
+      this.#otherPrompt(index, payload, stop, emit);
+      return;
     }
     if (stop) this.#final(payload, emit);
     else this.#partial(payload, emit);
   }
 
-  end(_emit: Emit): void {}
+  /** An event of prompt `index` > 0: its text and its finish, as choice `index`. */
+  #otherPrompt(index: number, payload: JsonRecord, stop: boolean, emit: Emit): void {
+    this.#others ??= new Map();
+    let other = this.#others.get(index);
+    if (other === undefined) {
+      other = { text: '', stopped: false };
+      this.#others.set(index, other);
+    }
+    if (other.stopped) return;
+    const text = newContent(payload, stop, other.text);
+    if (text !== '') {
+      other.text += text;
+      emit(withChoice(textEvent(text, payload), index));
+    }
+    if (!stop) return;
+    other.stopped = true;
+    emit(withChoice(finishFromFinal(payload), index));
+    const usage = usageFromFinal(payload);
+    if (usage?.outputTokens !== undefined) this.#otherOutputTokens += usage.outputTokens;
+    if (usage?.inputTokens !== undefined) this.#otherInputTokens += usage.inputTokens;
+  }
+
+  #otherOutputTokens = 0;
+  #otherInputTokens = 0;
+  /** Prompt 0's counts, which a multi-prompt stream's total adds to. */
+  #firstUsage: Usage | undefined;
 
   /** The non-standard `error: {...}` line (before Sep 2025), or an `event: error`. */
   #errorFrame(data: string, emit: Emit): void {
@@ -130,19 +174,70 @@ export class LlamacppDecoder implements DialectDecoder {
     if (model !== undefined && model !== '') emit({ type: 'start', model });
     emit(finishFromFinal(payload));
     const usage = usageFromFinal(payload);
-    if (usage !== undefined) emit({ type: 'usage', usage });
+    if (usage !== undefined) {
+      this.#firstUsage = usage;
+      emit({ type: 'usage', usage });
+    }
     if (isRecord(payload.timings)) emit({ type: 'timings', timings: parseLlamacppTimings(payload.timings) });
   }
 
   #content(payload: JsonRecord, emit: Emit): void {
-    const content = stringField(payload, 'content');
-    if (content === undefined || content === '') return;
-    const text =
-      payload.stop === true && content.startsWith(this.#text) ? content.slice(this.#text.length) : content;
+    // Called for the final event after #stopped is set: a final `content` may repeat the whole text.
+    const text = newContent(payload, this.#stopped, this.#text);
     if (text === '') return;
     this.#text += text;
-    emit({ type: 'text', text });
+    emit(textEvent(text, payload));
   }
+
+  end(emit: Emit): void {
+    // A multi-prompt stream's usage is every prompt's: the others' counts join prompt 0's at the end.
+    if (this.#others === undefined || this.#otherOutputTokens + this.#otherInputTokens === 0) return;
+    const usage: Usage = {
+      inputTokens: (this.#firstUsage?.inputTokens ?? 0) + this.#otherInputTokens,
+      outputTokens: (this.#firstUsage?.outputTokens ?? 0) + this.#otherOutputTokens,
+    };
+    emit({ type: 'usage', usage });
+  }
+}
+
+/**
+ * Whether an event is the final one: its `stop`, or, in a `response_fields` projection without `stop`,
+ * the presence of a stop field. Undefined when neither says (not an event of this dialect).
+ */
+function isFinalEvent(payload: JsonRecord): boolean | undefined {
+  const stop = payload.stop;
+  if (typeof stop === 'boolean') return stop;
+  if (typeof payload.stop_type === 'string' || typeof payload.stopped_eos === 'boolean') return true;
+  // A projection that kept only `content` (or `content` and other per-token fields): a partial event.
+  if (typeof payload.content === 'string') return false;
+  return undefined;
+}
+
+/** The text an event adds: its `content`, less what a final event repeats of the text so far. */
+function newContent(payload: JsonRecord, final: boolean, soFar: string): string {
+  const content = stringField(payload, 'content');
+  if (content === undefined || content === '') return '';
+  return final && content.startsWith(soFar) ? content.slice(soFar.length) : content;
+}
+
+/** A text event with the token ids and probabilities the server sent beside it. */
+function textEvent(text: string, payload: JsonRecord): TextEvent {
+  const event: TextEvent = { type: 'text', text };
+  const tokens = payload.tokens;
+  if (Array.isArray(tokens) && tokens.length > 0) {
+    event.tokenIds = tokens.filter((id): id is number => typeof id === 'number');
+  }
+  const probabilities = payload.completion_probabilities;
+  if (probabilities !== undefined) {
+    const logprobs = parseTokenLogprobs(probabilities);
+    if (logprobs !== undefined && logprobs.length > 0) event.logprobs = logprobs;
+  }
+  return event;
+}
+
+function withChoice<T extends TextEvent | FinishEvent>(event: T, choice: number): T {
+  event.choice = choice;
+  return event;
 }
 
 /**
@@ -151,6 +246,13 @@ export class LlamacppDecoder implements DialectDecoder {
  * order the server set them last: end-of-sequence wins over a limit reached on the same token.
  */
 export function finishFromFinal(payload: JsonRecord): FinishEvent {
+  const finish = finishWord(payload);
+  // The server cut the prompt to fit its context (`truncated`): the answer is to a prompt it did not read whole.
+  if (payload.truncated === true) finish.inputTruncated = true;
+  return finish;
+}
+
+function finishWord(payload: JsonRecord): FinishEvent {
   const word = stringField(payload, 'stopping_word');
   const stopType = stringField(payload, 'stop_type');
   if (stopType !== undefined) {

@@ -1,4 +1,6 @@
+import type { TextEvent } from '../../events/stream-event.ts';
 import type { JsonRecord } from '../common/json-fields.ts';
+import { parseTokenLogprobs } from '../common/token-logprobs.ts';
 import type { DecoderOptions, Emit } from '../dialect.ts';
 import { OpenAiChunkDecoder } from '../openai-family/openai-chunk-decoder.ts';
 
@@ -13,8 +15,15 @@ export class OpenAiCompletionsDecoder extends OpenAiChunkDecoder {
     super('openai-completions', options);
   }
 
-  protected choice(choice: JsonRecord, emit: Emit): void {
+  protected choice(choice: JsonRecord, emit: Emit, index: number): void {
     const text = choice.text;
-    if (typeof text === 'string' && text !== '') emit({ type: 'text', text });
+    if (typeof text !== 'string' || text === '') return;
+    const event: TextEvent = { type: 'text', text };
+    if (choice.logprobs !== undefined && choice.logprobs !== null) {
+      const logprobs = parseTokenLogprobs(choice.logprobs);
+      if (logprobs !== undefined) event.logprobs = logprobs;
+    }
+    if (index !== 0) event.choice = index;
+    emit(event);
   }
 }

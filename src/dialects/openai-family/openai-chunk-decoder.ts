@@ -13,12 +13,14 @@ import { isZeroUsage, parseOpenAiUsage } from './openai-usage.ts';
  * What `chat.completion.chunk` and `text_completion` streams share, from every server that writes them
  * (vLLM, llama-server, TGI, Ollama's OpenAI layer): the `[DONE]` sentinel (checked before parsing: it is
  * not JSON), errors inside the 200 in every shape (including old llama-server's `error:` line), the start
- * metadata, choice 0 (the answer; `n > 1` is rare in streaming), the finish, usage (skipping the all-zero
+ * metadata, every choice (events of choices other than 0 carry their index), the finish, usage (skipping the all-zero
  * usage Ollama puts on every chunk) and llama-server's `timings`. Subclasses read a choice's content.
  */
 export abstract class OpenAiChunkDecoder implements DialectDecoder {
-  /** A finish_reason arrived. */
+  /** Choice 0's finish_reason arrived. */
   protected finished = false;
+  /** Choices other than 0 that have begun and not finished (`n > 1`); created when one arrives. */
+  #openChoices: Set<number> | undefined;
   readonly #dialect: DialectId;
   #started = false;
   #done = false;
@@ -32,8 +34,10 @@ export abstract class OpenAiChunkDecoder implements DialectDecoder {
     this.#template = options.frameTemplates === false ? undefined : new TextFrameTemplate(['"created":']);
   }
 
+  /** Every answer finished (or `[DONE]` arrived), and no error came. */
   get complete(): boolean {
-    return (this.finished || this.#done) && !this.#errored;
+    const allFinished = this.finished && (this.#openChoices === undefined || this.#openChoices.size === 0);
+    return (allFinished || this.#done) && !this.#errored;
   }
 
   get terminated(): boolean {
@@ -51,7 +55,7 @@ export abstract class OpenAiChunkDecoder implements DialectDecoder {
 
   #decode(frame: Frame, emit: Emit): void {
     const data = frame.data;
-    if (data === '[DONE]') {
+    if (data === '[DONE]' || isPaddedDone(data)) {
       this.#done = true;
       this.atDone(emit);
       return;
@@ -71,10 +75,11 @@ export abstract class OpenAiChunkDecoder implements DialectDecoder {
     if (Array.isArray(choices)) {
       for (let i = 0; i < choices.length; i++) {
         const choice: unknown = choices[i];
-        if (isRecord(choice) && (choice.index === undefined || choice.index === 0)) {
-          this.choice(choice, emit);
-          this.#finish(choice, emit);
-        }
+        if (!isRecord(choice)) continue;
+        const index = typeof choice.index === 'number' ? choice.index : 0;
+        if (index !== 0) this.#beginChoice(index);
+        this.choice(choice, emit, index);
+        this.#finish(choice, emit, index);
       }
     }
     const usage = payload.usage;
@@ -90,26 +95,54 @@ export abstract class OpenAiChunkDecoder implements DialectDecoder {
     this.atEnd(emit);
   }
 
-  /** Reads the content of choice 0 (text, reasoning, tool-call fragments). */
-  protected abstract choice(choice: JsonRecord, emit: Emit): void;
-  /** Called just before the finish event (a chat decoder completes its tool calls here). */
-  protected beforeFinish(_emit: Emit): void {}
+  /**
+   * Reads the content of one choice (text, reasoning, tool-call fragments). Events of a choice other
+   * than 0 carry its index (`choice`); choice 0's carry none.
+   */
+  protected abstract choice(choice: JsonRecord, emit: Emit, index: number): void;
+  /** Called just before a choice's finish event (a chat decoder completes its tool calls here). */
+  protected beforeFinish(_emit: Emit, _index: number): void {}
   /** Called at `[DONE]`. */
   protected atDone(_emit: Emit): void {}
   /** Called at the end of the bytes. */
   protected atEnd(_emit: Emit): void {}
 
-  #finish(choice: JsonRecord, emit: Emit): void {
+  #beginChoice(index: number): void {
+    this.#openChoices ??= new Set();
+    if (!this.#closedChoices?.has(index)) this.#openChoices.add(index);
+  }
+
+  /** Choices other than 0 that finished (a server may repeat a finish). */
+  #closedChoices: Set<number> | undefined;
+
+  #finish(choice: JsonRecord, emit: Emit, index: number): void {
     const raw = choice.finish_reason;
     // TGI completions and very old Ollama write `"finish_reason": ""` until the end: empty means not finished.
-    if (typeof raw !== 'string' || raw === '' || this.finished) return;
-    this.finished = true;
-    this.beforeFinish(emit);
+    if (typeof raw !== 'string' || raw === '') return;
+    if (index === 0) {
+      if (this.finished) return;
+      this.finished = true;
+    } else {
+      if (this.#closedChoices?.has(index)) return;
+      this.#closedChoices ??= new Set();
+      this.#closedChoices.add(index);
+      this.#openChoices?.delete(index);
+    }
+    this.beforeFinish(emit, index);
     const finish: FinishEvent = { type: 'finish', reason: unifyFinishReason(raw), raw };
     // vLLM names the stop string that fired in `stop_reason` (an integer when it was a stop token).
     if (typeof choice.stop_reason === 'string') finish.stopSequence = choice.stop_reason;
+    if (index !== 0) finish.choice = index;
     emit(finish);
   }
+}
+
+/**
+ * `[DONE]` with whitespace around it (`data:  [DONE]`: the SSE parser removes one space only). A padded
+ * sentinel is still the sentinel (seed 001's first failure mode); it is never JSON.
+ */
+function isPaddedDone(data: string): boolean {
+  return data.length > 6 && data.length < 16 && data.trim() === '[DONE]';
 }
 
 function startEvent(payload: JsonRecord): StartEvent {
