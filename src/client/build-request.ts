@@ -24,6 +24,11 @@ export interface PreparedRequest {
   dialect: Dialect | undefined;
   headers: Record<string, string>;
   body: string | undefined;
+  /**
+   * The request's output cap (`request.maxTokens`, or a raw body's `max_output_tokens`), for decoders
+   * that must read a cut from it (llama-server's Responses `completed` at the cap).
+   */
+  maxOutputTokens: number | undefined;
 }
 
 /**
@@ -69,11 +74,13 @@ export function prepareRequest(input: StreamRequest, lastEventId: string | undef
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
   Object.assign(headers, input.headers);
+  const cap = input.body === undefined ? input.request?.maxTokens : input.body.max_output_tokens;
   return {
     url,
     method: input.method ?? (body === undefined ? 'GET' : 'POST'),
     dialect,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
+    maxOutputTokens: typeof cap === 'number' ? cap : undefined,
   };
 }

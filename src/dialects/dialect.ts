@@ -10,7 +10,9 @@ export type DialectId =
   | 'ollama-chat'
   | 'ollama-generate'
   | 'llamacpp'
-  | 'tgi';
+  | 'tgi'
+  | 'openai-responses'
+  | 'anthropic-messages';
 
 export const DIALECT_IDS: readonly DialectId[] = [
   'openai-chat',
@@ -19,6 +21,8 @@ export const DIALECT_IDS: readonly DialectId[] = [
   'ollama-generate',
   'llamacpp',
   'tgi',
+  'openai-responses',
+  'anthropic-messages',
 ];
 
 export type Framing = 'sse' | 'ndjson';
@@ -54,7 +58,15 @@ export interface DialectDecoder {
  * JSON or a sentinel (`[DONE]`), never holding CR or LF: callers frame it as it is, without searching it
  * (every dialect's conformance suite checks this, with line breaks in the text).
  */
-export type FrameSink = (data: string, kind?: 'legacy-error-field') => void;
+export type FrameSink = (data: string, kind?: FrameKind) => void;
+
+/**
+ * How a payload is framed beyond its `data:` line: `'legacy-error-field'` is llama-server's old
+ * `error: {...}` line; any other value is the SSE event name, written as an `event:` line before the data
+ * (the Anthropic Messages and OpenAI Responses dialects name every event). Encoders pass constants, so a
+ * name never holds CR or LF.
+ */
+export type FrameKind = 'legacy-error-field' | (string & {});
 
 export interface MidStreamError {
   message: string;
@@ -101,6 +113,12 @@ export interface EncoderOptions {
 export interface DecoderOptions {
   /** Drop reasoning instead of emitting it. */
   dropReasoning?: boolean | undefined;
+  /**
+   * The request's output cap, when the reader knows it. A dialect whose server says it finished when the
+   * cap cut the answer (llama-server's Responses `status: "completed"` at `max_output_tokens`) reads that
+   * case as `length` from the output count.
+   */
+  maxOutputTokens?: number | undefined;
   /**
    * Read a text frame shaped like an earlier one without `JSON.parse` (TextFrameTemplate: same events,
    * several times faster). Default true; false parses every frame (for measuring, or to rule it out).

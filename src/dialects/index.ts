@@ -1,3 +1,4 @@
+export { anthropicMessages } from './anthropic-messages/index.ts';
 export type {
   DecoderOptions,
   DetectProbe,

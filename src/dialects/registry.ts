@@ -1,9 +1,11 @@
+import { anthropicMessages } from './anthropic-messages/index.ts';
 import type { DetectProbe, Dialect, DialectId } from './dialect.ts';
 import { llamacpp } from './llamacpp/index.ts';
 import { ollamaChat } from './ollama-chat/index.ts';
 import { ollamaGenerate } from './ollama-generate/index.ts';
 import { openAiChat } from './openai-chat/index.ts';
 import { openAiCompletions } from './openai-completions/index.ts';
+import { openAiResponses } from './openai-responses/index.ts';
 import { tgi } from './tgi/index.ts';
 
 /** Every dialect, by id. Adding a dialect means writing its folder and adding it here. */
@@ -15,6 +17,8 @@ export const DIALECTS: Readonly<Record<string, Dialect>> = {
   'ollama-generate': ollamaGenerate,
   llamacpp,
   tgi,
+  'anthropic-messages': anthropicMessages,
+  'openai-responses': openAiResponses,
 };
 
 export function getDialect(id: DialectId | string): Dialect {

@@ -17,6 +17,25 @@ export interface ChatRequest {
   stop?: string[] | undefined;
   frequencyPenalty?: number | undefined;
   presencePenalty?: number | undefined;
+  /**
+   * The multiplicative repetition penalty (1 = none): Ollama and llama.cpp `repeat_penalty`, TGI and
+   * vLLM `repetition_penalty`. Not OpenAI's `frequency_penalty`, which is additive.
+   */
+  repetitionPenalty?: number | undefined;
+  /** Min-p sampling (llama.cpp, Ollama options, vLLM's extension). */
+  minP?: number | undefined;
+  /**
+   * Log probabilities of the output tokens, with this many alternatives per token (0: the chosen
+   * token's only): OpenAI chat `logprobs` + `top_logprobs`, completions `logprobs`, llama.cpp `n_probs`.
+   */
+  logprobs?: number | undefined;
+  /** Choices per prompt (OpenAI `n`; 1 is every server's default). */
+  n?: number | undefined;
+  /**
+   * The prompt is sent as it is, with no chat template (Ollama `raw: true`): what completion-style
+   * endpoints always do, and what a chat endpoint cannot do.
+   */
+  raw?: boolean | undefined;
   tools?: ToolDefinition[] | undefined;
   /** `auto`, `none`, `required`, or the name of one function. */
   toolChoice?: string | undefined;
@@ -28,7 +47,10 @@ export interface ChatRequest {
   includeUsage?: boolean | undefined;
   /** `stream: false` was asked for explicitly. */
   stream?: boolean | undefined;
-  /** Structured output: Responses `text.format` (`json_schema` with its name, schema and strictness). */
+  /**
+   * Structured output: OpenAI `response_format`, Responses `text.format`, Ollama `format`, llama.cpp
+   * `json_schema`, TGI `parameters.grammar` (`json_schema` with its name, schema and strictness).
+   */
   responseFormat?: ResponseFormat | undefined;
   /**
    * Responses `store`: false asks that nothing of the answer be kept beyond the stream (a gateway keeps
@@ -57,6 +79,23 @@ export interface ChatMessage {
   toolCalls?: ChatToolCall[] | undefined;
   toolCallId?: string | undefined;
   name?: string | undefined;
+  /**
+   * The turn came as OpenAI's `developer` role (its `role` is `system`): an OpenAI-family upstream gets
+   * `developer` back, every other dialect a system turn.
+   */
+  developer?: boolean | undefined;
+  /** Images attached to the turn (OpenAI `image_url` parts, Ollama `images`, Anthropic image blocks). */
+  images?: ChatImage[] | undefined;
+}
+
+/** One image of a turn: inline bytes (base64, with their media type when known) or a URL. */
+export interface ChatImage {
+  /** `image/png`, `image/jpeg`… (from a data URL, Anthropic's `media_type`, or the bytes' signature). */
+  mediaType?: string | undefined;
+  /** Base64 bytes. */
+  data?: string | undefined;
+  /** An http(s) URL (not a data URL: those are split into `mediaType` and `data`). */
+  url?: string | undefined;
 }
 
 export interface ChatToolCall {

@@ -107,5 +107,89 @@ export function nonStreamBody(
           seed: null,
         },
       };
+    case 'openai-responses': {
+      // OpenAI's Response object: reasoning, message and calls as output items; a capped answer is
+      // `incomplete` with its reason, as the stream's terminal event says.
+      const output: Record<string, unknown>[] = [];
+      if (result.reasoning !== '') {
+        output.push({
+          id: `rs_${created}`,
+          type: 'reasoning',
+          summary: [],
+          content: [{ type: 'reasoning_text', text: result.reasoning }],
+        });
+      }
+      if (result.text !== '' || result.toolCalls.length === 0) {
+        output.push({
+          id: `msg_${created}`,
+          type: 'message',
+          status: 'completed',
+          role: 'assistant',
+          content: [{ type: 'output_text', annotations: [], logprobs: [], text: result.text }],
+        });
+      }
+      for (const call of result.toolCalls) {
+        output.push({
+          id: `fc_${call.id}`,
+          type: 'function_call',
+          status: 'completed',
+          arguments: call.arguments,
+          call_id: call.id,
+          name: call.name,
+        });
+      }
+      const cut = result.finishReason === 'length' || result.finishReason === 'content-filter';
+      return {
+        id: result.id ?? `resp_${created}`,
+        object: 'response',
+        created_at: created,
+        status: cut ? 'incomplete' : 'completed',
+        error: null,
+        incomplete_details: cut
+          ? { reason: result.finishReason === 'length' ? 'max_output_tokens' : 'content_filter' }
+          : null,
+        model,
+        output,
+        usage: {
+          input_tokens: usage.prompt_tokens,
+          input_tokens_details: { cached_tokens: result.usage?.cachedInputTokens ?? 0 },
+          output_tokens: usage.completion_tokens,
+          output_tokens_details: { reasoning_tokens: result.usage?.reasoningTokens ?? 0 },
+          total_tokens: usage.total_tokens,
+        },
+      };
+    }
+    case 'anthropic-messages': {
+      // Anthropic's Message object; `input_tokens` leaves the cached prompt out, as the stream's does.
+      const content: Record<string, unknown>[] = [];
+      if (result.reasoning !== '')
+        content.push({ type: 'thinking', thinking: result.reasoning, signature: '' });
+      if (result.text !== '') content.push({ type: 'text', text: result.text });
+      for (const call of result.toolCalls) {
+        content.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input ?? {} });
+      }
+      const cached = result.usage?.cachedInputTokens ?? 0;
+      return {
+        id: result.id ?? `msg_${created}`,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content,
+        stop_reason:
+          result.finishReason === 'length'
+            ? 'max_tokens'
+            : result.finishReason === 'tool-calls'
+              ? 'tool_use'
+              : result.stopSequence !== undefined
+                ? 'stop_sequence'
+                : 'end_turn',
+        stop_sequence: result.stopSequence ?? null,
+        usage: {
+          input_tokens: Math.max(0, usage.prompt_tokens - cached),
+          cache_read_input_tokens: cached,
+          output_tokens: usage.completion_tokens,
+        },
+      };
+    }
   }
 }

@@ -1,4 +1,4 @@
-import type { Dialect, DialectEncoder, FrameSink, MidStreamError } from '../dialects/dialect.ts';
+import type { Dialect, DialectEncoder, FrameKind, FrameSink, MidStreamError } from '../dialects/dialect.ts';
 import { frameText } from '../dialects/frame-text.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
 import { encodeSseComment } from '../wire/sse-encoder.ts';
@@ -74,6 +74,11 @@ export class StreamRelay {
     if (!this.#ended) this.#encoder.event(event, this.#sink);
   }
 
+  /** A payload written as the upstream wrote it (a same-dialect relay: verbatim-frames.ts). */
+  payload(data: string, kind: FrameKind | undefined): void {
+    if (!this.#ended) this.#sink(data, kind);
+  }
+
   /** After each upstream read: write what the encoder held back to merge. */
   flushEncoder(): void {
     if (!this.#ended) this.#encoder.flush?.(this.#sink);
@@ -91,6 +96,13 @@ export class StreamRelay {
   end(): void {
     if (this.#ended) return;
     this.#encoder.end(this.#sink);
+    this.#ended = true;
+    this.#output.end();
+  }
+
+  /** The upstream's own ending was relayed verbatim: close the body and write nothing more. */
+  endAsRelayed(): void {
+    if (this.#ended) return;
     this.#ended = true;
     this.#output.end();
   }

@@ -1,4 +1,4 @@
-import type { Framing } from '../dialects/dialect.ts';
+import type { FrameKind, Framing } from '../dialects/dialect.ts';
 import { frameText } from '../dialects/frame-text.ts';
 import { encodeSseComment } from '../wire/sse-encoder.ts';
 import type { Faults } from './faults.ts';
@@ -40,7 +40,7 @@ export class WireWriter {
    * Writes one payload, framed. With `corrupt`, an invalid byte goes at the start of that text where
    * it is a JSON string value in the payload; returns false when it is not there (nothing injected).
    */
-  payload(data: string, kind?: 'legacy-error-field', corrupt?: string): boolean {
+  payload(data: string, kind?: FrameKind, corrupt?: string): boolean {
     // NDJSON encoders have no say on SSE spacing: forced SSE uses the common `data: `.
     const sseSpace = this.#options.framing === 'sse' ? this.#options.sseSpace : true;
     const text = frameText({ framing: this.framing, sseSpace }, data, kind);

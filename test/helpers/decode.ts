@@ -1,4 +1,4 @@
-import type { Dialect, EncoderOptions, MidStreamError } from '../../src/dialects/dialect.ts';
+import type { Dialect, EncoderOptions, FrameKind, MidStreamError } from '../../src/dialects/dialect.ts';
 import { frameText } from '../../src/dialects/frame-text.ts';
 import { StreamDecoder } from '../../src/dialects/stream-decoder.ts';
 import type { StreamEvent } from '../../src/events/stream-event.ts';
@@ -40,7 +40,7 @@ export function encodeEvents(
 ): string {
   const encoder = dialect.createEncoder(options);
   let out = '';
-  const sink = (data: string, kind?: 'legacy-error-field') => {
+  const sink = (data: string, kind?: FrameKind) => {
     // FrameSink's contract: relays frame payloads without searching them for line breaks.
     if (/[\r\n]/.test(data)) throw new Error(`a payload holds a line break: ${JSON.stringify(data)}`);
     out += frameText(encoder, data, kind);

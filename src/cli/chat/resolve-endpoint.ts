@@ -1,3 +1,4 @@
+import { RequestFailedError } from '../../client/client-errors.ts';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { dialectForPath, getDialect, isDialectId } from '../../dialects/registry.ts';
 import type { FetchLike } from '../../server/upstream.ts';
@@ -33,6 +34,8 @@ const NEEDS_MODEL: ReadonlySet<DialectId> = new Set([
   'openai-completions',
   'ollama-chat',
   'ollama-generate',
+  'anthropic-messages',
+  'openai-responses',
 ]);
 
 /**
@@ -71,6 +74,12 @@ export async function resolveEndpoint(input: ResolveInput): Promise<Endpoint> {
       source = 'path';
     } else if (bare) {
       const probe = await probeUpstream(url.origin, input.fetch, input.headers);
+      if (probe.unreachable !== undefined) {
+        // Not a usage error: the address may be right and the server down (exit 1, as for any request).
+        throw new RequestFailedError('network', `cannot reach ${url.origin}: ${probe.unreachable}`, {
+          url: url.origin,
+        });
+      }
       if (probe.server === 'unknown') {
         throw new UsageError(
           `could not tell what server ${url.origin} is (no /api/tags, /props, /info or /v1/models answered); ` +

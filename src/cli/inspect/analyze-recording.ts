@@ -1,5 +1,6 @@
 import { framingOfContentType, sniffFraming } from '../../client/framing.ts';
 import type { Dialect, DialectId, Framing } from '../../dialects/dialect.ts';
+import { OpenAiResponsesDecoder, type ResponsesFinding } from '../../dialects/openai-responses/decoder.ts';
 import { detectDialect, getDialect } from '../../dialects/registry.ts';
 import type { ChatRequest } from '../../events/chat-request.ts';
 import type { Result } from '../../events/result.ts';
@@ -44,6 +45,13 @@ export interface Analysis {
   scan: Omit<WireScan, 'frames' | 'comments'> | undefined;
   /** Events the decoder emitted at the end of the body (tool calls still being assembled). */
   endEvents: StreamEvent[];
+  /**
+   * What the dialect decoder noticed in the stream's own bookkeeping (Responses: sequence numbers, an
+   * event after the terminal one, `completed` at the output cap), with the frame it came at.
+   */
+  streamFindings: (ResponsesFinding & { frame: number | undefined })[];
+  /** The output cap the decoder was given: the request's, or `--max-tokens` for a file without one. */
+  outputCap: number | undefined;
   /** By the dialect's own rule, did the terminal event (or its terminator) arrive? */
   terminalSeen: boolean;
   /** The terminal event arrived and no error came with it: the answer is whole. */
@@ -91,6 +99,8 @@ export async function analyzeRecording(recording: Recording): Promise<Analysis> 
     comments: [],
     scan: undefined,
     endEvents: [],
+    streamFindings: [],
+    outputCap: undefined,
     terminalSeen: false,
     complete: false,
     sentinelSeen: false,
@@ -114,8 +124,15 @@ export async function analyzeRecording(recording: Recording): Promise<Analysis> 
   }
 
   const streamLike = bodyFraming === 'sse' || bodyFraming === 'ndjson';
-  const singleJson = !streamLike || isJsonContentType(contentType) ? parseWhole(body.bytes) : undefined;
-  analysis.wholeJson = singleJson !== undefined && isJsonContentType(contentType);
+  const file = recording.source === 'file';
+  const singleJson =
+    !streamLike || isJsonContentType(contentType) || (file && bodyFraming === 'ndjson')
+      ? parseWhole(body.bytes)
+      : undefined;
+  // A file has no Content-Type: one JSON document that is no stream's line is an answer not streamed.
+  analysis.wholeJson =
+    singleJson !== undefined &&
+    (isJsonContentType(contentType) || (file && bodyFraming !== 'sse' && !isStreamLine(singleJson)));
   if (!ok || !streamLike || analysis.wholeJson) {
     analysis.bodyText = new TextDecoder('utf-8', { fatal: false }).decode(body.bytes);
   }
@@ -136,8 +153,16 @@ export async function analyzeRecording(recording: Recording): Promise<Analysis> 
       dialect = detected.dialect;
       dialectSource = 'payload';
     }
+    // The `error: {...}` line is llama-server's alone (before Sep 2025): a stream of only that line
+    // is llama-server failing, not a stream of unknown dialect.
+    if (dialect === undefined && frames.some((frame) => frame.frame.legacyError === true)) {
+      dialect = getDialect('llamacpp');
+      dialectSource = 'payload';
+      analysis.detectedDialect = 'llamacpp';
+    }
     analysis.dialect = dialect;
     analysis.dialectSource = dialectSource;
+    readRequest(analysis);
     decodeFrames(analysis, frames);
     analysis.server = guessServer({
       dialect: dialect?.id,
@@ -154,20 +179,36 @@ export async function analyzeRecording(recording: Recording): Promise<Analysis> 
     analysis.buffering = detectBuffering(timed, response?.atMs, recording.localStalls);
   }
   analysis.expectedFraming = dialect?.framing ?? announcedFraming;
-  if (dialect !== undefined && analysis.requestBody !== undefined) {
+  analysis.dialect = dialect;
+  readRequest(analysis);
+  // A captured whole answer is no stream to play back (the client would only fail to find a dialect).
+  if (ok && !(file && analysis.wholeJson))
+    analysis.result = await replayRecording(recording, dialect?.id, analysis.outputCap);
+  return analysis;
+}
+
+/** The request's stop list and cap, read by the dialect (before decoding: the cap shapes the verdict). */
+function readRequest(analysis: Analysis): void {
+  const dialect = analysis.dialect;
+  if (analysis.request === undefined && dialect !== undefined && analysis.requestBody !== undefined) {
     try {
       analysis.request = dialect.fromRequestBody(analysis.requestBody);
     } catch {
       // The server judges the body; inspect only wants its stop list and cap when it can read them.
     }
   }
-  if (ok) analysis.result = await replayRecording(recording, dialect?.id);
-  return analysis;
+  analysis.outputCap = analysis.request?.maxTokens ?? analysis.recording.outputCap;
 }
 
 function decodeFrames(analysis: Analysis, frames: readonly WireFrame[]): void {
   const dialect = analysis.dialect;
-  const decoder = dialect?.createDecoder();
+  const decoder = dialect?.createDecoder({ maxOutputTokens: analysis.outputCap });
+  const bookkeeping = decoder instanceof OpenAiResponsesDecoder ? decoder.findings : undefined;
+  const noted = (frame: number | undefined) => {
+    if (bookkeeping === undefined) return;
+    for (let i = analysis.streamFindings.length; i < bookkeeping.length; i++)
+      analysis.streamFindings.push(Object.assign({ frame }, bookkeeping[i]!));
+  };
   const texts: string[] = [];
   const collect = (events: StreamEvent[]) => (event: StreamEvent) => {
     events.push(event);
@@ -183,6 +224,7 @@ function decodeFrames(analysis: Analysis, frames: readonly WireFrame[]): void {
       } catch (error) {
         decoded.decodeError = error instanceof Error ? error.message : String(error);
       }
+      noted(frame.n);
     }
     analysis.frames.push(decoded);
   }
@@ -192,11 +234,14 @@ function decodeFrames(analysis: Analysis, frames: readonly WireFrame[]): void {
     } catch {
       // Whatever is held at the end is shown as far as it decoded.
     }
+    noted(undefined);
     analysis.complete = decoder.complete;
+    // A Messages stream's finish comes in `message_delta`, before its terminal `message_stop`.
+    const finishEnds = dialect!.id !== 'anthropic-messages';
     analysis.terminalSeen =
       decoder.complete ||
       decoder.sawTerminator ||
-      analysis.frames.some((f) => f.events.some((e) => e.type === 'finish'));
+      (finishEnds && analysis.frames.some((f) => f.events.some((e) => e.type === 'finish')));
   }
   analysis.textPieces = texts;
   analysis.text = texts.join('');
@@ -210,6 +255,28 @@ export function isContent(event: StreamEvent): boolean {
     (event.type === 'tool-call-delta' && event.argumentsDelta !== '') ||
     event.type === 'tool-call'
   );
+}
+
+/**
+ * A JSON value that reads as one line of a stream rather than a whole answer: an OpenAI chunk
+ * (`delta`, `*.chunk`), a TGI token event, or a native line that is not done or carries no text (an
+ * Ollama or llama.cpp stream's last line). A whole answer has its full text in one place.
+ */
+function isStreamLine(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const record = value as Record<string, unknown>;
+  if (typeof record.object === 'string' && record.object.endsWith('.chunk')) return true;
+  const choice = Array.isArray(record.choices) ? (record.choices[0] as unknown) : undefined;
+  if (typeof choice === 'object' && choice !== null && 'delta' in choice) return true;
+  if ('token' in record) return true;
+  const done = record.done ?? record.stop;
+  if (done === false) return true;
+  if (done === true) {
+    const message = record.message as { content?: unknown } | undefined;
+    const text = message?.content ?? record.response ?? record.content;
+    return text === undefined || text === '';
+  }
+  return false;
 }
 
 function isJsonContentType(contentType: string | undefined): boolean {

@@ -1,5 +1,6 @@
 import { CumulativeTextFilter } from '../../client/cumulative-text.ts';
 import { describeFraming } from '../../client/framing.ts';
+import { DIALECT_IDS, type DialectId } from '../../dialects/dialect.ts';
 import { snippet } from '../../errors.ts';
 import type { ErrorEvent, FinishEvent } from '../../events/stream-event.ts';
 import type { Analysis, DecodedFrame } from './analyze-recording.ts';
@@ -30,8 +31,13 @@ export function diagnose(analysis: Analysis): Finding[] {
   }
   if (analysis.server !== undefined) {
     const { server, evidence, others } = analysis.server;
+    const gateway = server === 'the tokenwire gateway';
     const mixed =
-      others.length > 0 ? `; also traces of ${others.join(', ')} (a gateway or proxy in between?)` : '';
+      others.length === 0
+        ? ''
+        : gateway
+          ? `; writing the bytes ${others.join(', ')} writes`
+          : `; also traces of ${others.join(', ')} (a gateway or proxy in between?)`;
     add(
       finding('server', `looks like ${server}: ${evidence.join('; ')}${mixed}`, undefined, {
         ...analysis.server,
@@ -43,11 +49,13 @@ export function diagnose(analysis: Analysis): Finding[] {
     return sorted(findings);
   }
   if (response !== undefined) add(compression(response.headers));
-  if (response !== undefined && analysis.wholeJson) {
+  if (analysis.wholeJson) {
     add(
       finding(
         'not-streaming',
-        `the server answered with one JSON document (Content-Type: ${analysis.contentType}) instead of a stream`,
+        response === undefined
+          ? 'the capture is one JSON document (a whole answer) instead of a stream'
+          : `the server answered with one JSON document (Content-Type: ${analysis.contentType}) instead of a stream`,
         'send "stream": true in the body (OpenAI routes default to false), or use an endpoint that streams',
         { body: snippet(analysis.bodyText ?? '') },
       ),
@@ -86,7 +94,7 @@ export function diagnose(analysis: Analysis): Finding[] {
       finding(
         'unknown-dialect',
         'neither the URL path nor the first payload says which dialect this is',
-        `pass --dialect (openai-chat, openai-completions, ollama-chat, ollama-generate, llamacpp, tgi)`,
+        `pass --dialect (${DIALECT_IDS.join(', ')})`,
       ),
     );
   }
@@ -101,7 +109,8 @@ export function diagnose(analysis: Analysis): Finding[] {
   }
   add(invalidUtf8(analysis.frames));
   add(malformed(analysis.frames));
-  findings.push(...serverErrors(analysis.frames));
+  findings.push(...serverErrors(analysis.frames, analysis.dialect?.id));
+  findings.push(...bookkeeping(analysis));
   add(completeness(analysis));
   add(controlTokens(analysis.text));
   add(ignoredStop(analysis));
@@ -286,12 +295,12 @@ function malformed(frames: readonly DecodedFrame[]): Finding | undefined {
   );
 }
 
-function serverErrors(frames: readonly DecodedFrame[]): Finding[] {
+function serverErrors(frames: readonly DecodedFrame[], dialect: DialectId | undefined): Finding[] {
   const out: Finding[] = [];
   for (const frame of frames) {
     for (const event of frame.events) {
       if (event.type !== 'error') continue;
-      const shape = errorShape(frame, event);
+      const shape = errorShape(frame, event, dialect);
       const status = event.status === undefined ? '' : ` (status ${event.status})`;
       const type = event.errorType === undefined ? '' : ` [${event.errorType}]`;
       out.push(
@@ -317,7 +326,7 @@ function serverErrors(frames: readonly DecodedFrame[]): Finding[] {
 }
 
 /** Which server's error shape a frame is (wire-formats.md §9). */
-function errorShape(frame: DecodedFrame, event: ErrorEvent): string {
+function errorShape(frame: DecodedFrame, event: ErrorEvent, dialect: DialectId | undefined): string {
   if (frame.frame.legacyError === true) return "llama-server's legacy `error:` line";
   const data = frame.frame.data;
   let payload: Record<string, unknown> | undefined;
@@ -327,6 +336,17 @@ function errorShape(frame: DecodedFrame, event: ErrorEvent): string {
     return 'a non-JSON error';
   }
   const error = payload.error;
+  const named = frame.frame.event;
+  if (payload.type === 'error' && typeof error === 'object' && error !== null)
+    return named === 'error'
+      ? "Anthropic's `event: error` shape ({type: error, error: {type, message}})"
+      : 'an error event of type error with a nested error object';
+  if (named === 'error' && typeof payload.code === 'number' && payload.type !== 'error')
+    return "llama-server's Messages shape (a flat {code, message, type} after `event: error`)";
+  if (payload.type === 'error') return 'the Responses `error` event ({type: error, code, message})';
+  if (payload.type === 'response.failed') return 'a `response.failed` event (its response.error)';
+  if (typeof error === 'object' && error !== null && named === undefined && dialect === 'openai-responses')
+    return "llama-server's Responses shape (a bare data: {error: …}, no event: line)";
   if (typeof error === 'string')
     return 'error_type' in payload ? "TGI /generate_stream's shape" : "Ollama's native error line";
   if (typeof error === 'object' && error !== null) {
@@ -336,6 +356,63 @@ function errorShape(frame: DecodedFrame, event: ErrorEvent): string {
   }
   if (payload.object === 'error') return "vLLM's shape before 0.10.1";
   return event.errorType === undefined ? 'an error payload' : `an error payload of type ${event.errorType}`;
+}
+
+/**
+ * The Responses decoder's notes on the stream's own bookkeeping: sequence numbers that skip or are
+ * missing, events after the terminal one, and llama-server's `completed` at the output cap.
+ */
+function bookkeeping(analysis: Analysis): Finding[] {
+  const out: Finding[] = [];
+  const gaps = analysis.streamFindings.filter((f) => f.code === 'sequence-gap');
+  if (gaps.length > 0) {
+    out.push(
+      finding(
+        'sequence-gap',
+        `${gaps.length} sequence_number gap(s); first at frame ${gaps[0]!.frame}: ${gaps[0]!.message}`,
+        'an event was lost or reordered between the server and here (a proxy that drops or reorders events, a resume from the wrong cursor): the answer may miss text',
+        { frames: gaps.map((f) => f.frame), messages: gaps.map((f) => f.message) },
+      ),
+    );
+  }
+  const missing = analysis.streamFindings.filter((f) => f.code === 'sequence-missing');
+  if (missing.length > 0) {
+    out.push(
+      finding(
+        'sequence-missing',
+        `${missing.length} event(s) without sequence_number where the earlier ones had it; first at frame ${missing[0]!.frame}: ${missing[0]!.message}`,
+        'something between the server and here writes events of its own (a gateway or proxy), or the server mixes writers: clients resuming by sequence_number will lose their place',
+        { frames: missing.map((f) => f.frame) },
+      ),
+    );
+  }
+  const late = analysis.streamFindings.filter((f) => f.code === 'after-terminal');
+  if (late.length > 0) {
+    out.push(
+      finding(
+        'after-terminal',
+        `${late.length} event(s) after the terminal event; first at frame ${late[0]!.frame}: ${late[0]!.message}`,
+        'clients stop at the terminal event and drop these: the server (or a proxy joining two streams) writes past the end',
+        { frames: late.map((f) => f.frame) },
+      ),
+    );
+  }
+  const capped = analysis.streamFindings.find((f) => f.code === 'completed-at-cap');
+  if (capped !== undefined) {
+    const usage = [...analysis.frames.flatMap((f) => f.events), ...analysis.endEvents].findLast(
+      (event) => event.type === 'usage',
+    );
+    const output = usage?.type === 'usage' ? usage.usage.outputTokens : undefined;
+    out.push(
+      finding(
+        'completed-at-cap',
+        `the server says status "completed", but the output count (${output ?? '?'} tokens) reached the request's max_output_tokens (${analysis.outputCap}): the cap cut the answer, read as truncated`,
+        'llama-server (b10108) writes "completed" where the spec says response.incomplete with incomplete_details.reason "max_output_tokens": clients that trust the status show a cut answer as finished; raise max_output_tokens, and check the count, not the status',
+        { outputTokens: output, maxOutputTokens: analysis.outputCap, frame: capped.frame },
+      ),
+    );
+  }
+  return out;
 }
 
 function endedEarly(analysis: Analysis): Finding {
@@ -361,9 +438,18 @@ function endedEarly(analysis: Analysis): Finding {
       : analysis.scan?.partialTail !== undefined
         ? 'the body ended in the middle of an event'
         : 'the body ended';
+  // A Messages stream's stop_reason comes in message_delta: a cut after it still lacks message_stop.
+  const stopped =
+    analysis.dialect?.id === 'anthropic-messages'
+      ? analysis.frames.flatMap((f) => f.events).find((event) => event.type === 'finish')
+      : undefined;
+  const after =
+    stopped?.type === 'finish'
+      ? `; the message_delta (stop_reason ${JSON.stringify(stopped.raw ?? stopped.reason)}) came, message_stop did not`
+      : '';
   return finding(
     'missing-terminal-event',
-    `${how} before the ${name} stream's terminal event${analysis.dialect === undefined ? '' : ` (${analysis.dialect.terminalEvent})`}: the answer is incomplete`,
+    `${how} before the ${name} stream's terminal event${analysis.dialect === undefined ? '' : ` (${analysis.dialect.terminalEvent})`}${after}: the answer is incomplete`,
     ollamaCompatHint(analysis) ??
       'a crash, a proxy timeout or a dropped connection cut the stream: a client must show this answer as incomplete, not finished',
   );
@@ -440,11 +526,15 @@ function truncated(analysis: Analysis): Finding | undefined {
   for (const frame of analysis.frames)
     for (const event of frame.events) if (event.type === 'finish') finish = event;
   if (finish?.reason !== 'length') return undefined;
-  const cap = analysis.request?.maxTokens;
+  const cap = analysis.outputCap;
+  const claimed = analysis.streamFindings.some((f) => f.code === 'completed-at-cap')
+    ? ' (read from the output count: see completed-at-cap)'
+    : '';
+  const field = analysis.dialect?.id === 'openai-responses' ? 'max_output_tokens' : 'max_tokens';
   return finding(
     'truncated',
-    `finish ${JSON.stringify(finish.raw ?? 'length')}: the output cap${cap === undefined ? '' : ` (${cap} tokens)`} cut the answer off`,
-    'raise max_tokens (num_predict, n_predict, max_new_tokens), or the context size when the cap is the context; a client must show this answer as cut off',
+    `finish ${JSON.stringify(finish.raw ?? 'length')}${claimed}: the output cap${cap === undefined ? '' : ` (${cap} tokens)`} cut the answer off`,
+    `raise ${field} (num_predict, n_predict, max_new_tokens), or the context size when the cap is the context; a client must show this answer as cut off`,
   );
 }
 

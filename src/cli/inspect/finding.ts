@@ -24,7 +24,10 @@ export interface Finding {
 /** Every finding inspect can report, with its fixed severity and a title (for --help and docs). */
 export const FINDINGS = {
   dialect: { severity: 'info', title: 'the wire dialect, and how it was decided' },
-  server: { severity: 'info', title: 'which server wrote the stream (wire-formats.md §2.2 fingerprints)' },
+  server: {
+    severity: 'info',
+    title: "which server wrote the stream (from its headers' and payloads' fingerprints)",
+  },
   keepalive: { severity: 'info', title: 'SSE comment lines (keepalives) arrived' },
   'usage-not-requested': {
     severity: 'info',
@@ -65,6 +68,22 @@ export const FINDINGS = {
     title: 'the non-SSE `error:` line of llama-server before Sep 2025',
   },
   truncated: { severity: 'warning', title: 'finish "length": the output cap cut the answer off' },
+  'completed-at-cap': {
+    severity: 'warning',
+    title: 'a Responses stream says "completed" but its output count reached the cap (llama-server)',
+  },
+  'sequence-gap': {
+    severity: 'error',
+    title: 'a Responses sequence_number skipped or went back: an event was lost or reordered',
+  },
+  'sequence-missing': {
+    severity: 'warning',
+    title: 'a Responses event without the sequence_number the others carry',
+  },
+  'after-terminal': {
+    severity: 'warning',
+    title: 'events after the terminal one (response.completed, .incomplete, .failed)',
+  },
   buffering: { severity: 'warning', title: 'events held back and released in bursts (a buffering proxy)' },
   'usage-absent': { severity: 'warning', title: 'no token usage where the server should send it' },
   'cumulative-text': { severity: 'warning', title: 'every event repeats the whole text so far' },

@@ -1,6 +1,6 @@
 import type { DialectId } from '../../dialects/dialect.ts';
 
-export type ServerName = 'vLLM' | 'llama.cpp' | 'TGI' | 'Ollama';
+export type ServerName = 'vLLM' | 'llama.cpp' | 'TGI' | 'Ollama' | 'the tokenwire gateway';
 
 export interface ServerGuess {
   server: ServerName;
@@ -21,13 +21,17 @@ export interface ServerClues {
   dataWithSpace: number;
 }
 
+/** The header every stream of the tokenwire gateway carries (src/server/create-gateway.ts). */
+const GATEWAY_HEADER = 'x-tokenwire-stream-id';
+
 /**
- * Which server wrote a stream, from the fingerprints in wire-formats.md §2.2: headers (`Server:
+ * Which server wrote a stream, from the fingerprints each leaves: headers (`Server:
  * llama.cpp`, TGI's `x-compute-*`, Starlette's `charset=utf-8`), the key order of the first payload
  * (`"object"` first: TGI; `"choices"` first: llama.cpp), native shapes (`id_slot`, `token` +
  * `generated_text`, `created_at`), `system_fingerprint: "fp_ollama"`, vLLM's own fields (`stop_reason`,
- * `token_ids`, `prompt_token_ids`), and `data:` without a space (TGI up to 2.0.x). Undefined when no
- * fingerprint is there.
+ * `token_ids`, `prompt_token_ids`), and `data:` without a space (TGI up to 2.0.x). The tokenwire gateway
+ * names itself with its `x-tokenwire-stream-id` header and wins over the fingerprints of the server whose
+ * bytes it writes (those are kept in `others`). Undefined when no fingerprint is there.
  */
 export function guessServer(clues: ServerClues): ServerGuess | undefined {
   const votes = new Map<ServerName, string[]>();
@@ -59,6 +63,13 @@ export function guessServer(clues: ServerClues): ServerGuess | undefined {
     if ('id_slot' in first || ('stop' in first && 'tokens_predicted' in first))
       vote('llama.cpp', 'native /completion events (id_slot, tokens_predicted)');
     if ('created_at' in first && 'done' in first) vote('Ollama', 'native lines with created_at and done');
+    // OpenAI, vLLM and Ollama number every Responses event; llama-server (b10108) numbers none.
+    if (
+      clues.dialect === 'openai-responses' &&
+      typeof first.type === 'string' &&
+      !('sequence_number' in first)
+    )
+      vote('llama.cpp', 'Responses events without sequence_number');
   }
   for (const payload of clues.payloads) {
     if (!isRecord(payload)) continue;
@@ -71,6 +82,14 @@ export function guessServer(clues: ServerClues): ServerGuess | undefined {
       if ('stop_reason' in choice) vote('vLLM', 'the stop_reason field');
       if ('token_ids' in choice) vote('vLLM', 'the token_ids field');
     }
+  }
+  if (headers[GATEWAY_HEADER] !== undefined) {
+    // It imitates a server's bytes on purpose: those fingerprints say which dialect flavor it writes.
+    return {
+      server: 'the tokenwire gateway',
+      evidence: [`its ${GATEWAY_HEADER} header`],
+      others: [...votes.keys()],
+    };
   }
   let best: ServerName | undefined;
   for (const [server, why] of votes) {

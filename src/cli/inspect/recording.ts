@@ -64,6 +64,11 @@ export interface Recording {
    */
   localStalls?: LocalStall[] | undefined;
   end: { kind: RecordingEndKind; atMs?: number | undefined; message?: string | undefined };
+  /**
+   * The output cap the request had, when no request was recorded (`inspect --file --max-tokens`): a
+   * Responses `completed` whose output count reached it was cut (llama-server b10108).
+   */
+  outputCap?: number | undefined;
 }
 
 /** A captured raw body (a file) as a recording: one read, no timings, no headers. */

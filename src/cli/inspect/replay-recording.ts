@@ -9,11 +9,12 @@ import type { Recording } from './recording.ts';
  * `runStream` (a fetch that answers with the recorded head and reads, and a clock that stands at each
  * read's arrival time), so the verdict, TTFT and token figures are exactly what a live client would
  * have reported. Invalid UTF-8 is decoded as U+FFFD so a bad byte does not hide the rest. Undefined
- * when there is no 2xx response to play back.
+ * when there is no 2xx response to play back. `outputCap` is the request's output cap.
  */
 export async function replayRecording(
   recording: Recording,
   dialect: DialectId | undefined,
+  outputCap?: number,
 ): Promise<Result | undefined> {
   const response = recording.response;
   if (
@@ -47,8 +48,10 @@ export async function replayRecording(
     recording.request?.url ??
     `http://capture.invalid${dialect === undefined ? '/' : getDialect(dialect).paths[0]}`;
   try {
+    // The cap as the request had it: the client reads llama-server's Responses `completed` at it as cut.
+    const sent = outputCap === undefined ? undefined : { max_output_tokens: outputCap };
     return await runStream(
-      { url, dialect },
+      { url, dialect, body: sent },
       {
         fetch: () => {
           clock = response?.atMs ?? 0;
