@@ -1,7 +1,11 @@
 // `npm run soak`: the bounded reliability soak (not part of `npm test`; test/server/soak-short.test.ts
 // runs a short one). 1000 concurrent streams through the gateway for 30 s by default, over loopback.
+// Then (issue 21.6) streams resumed across two replicas while their Redis is killed and restarted from
+// a snapshot (soak-redis-restart.ts; --redis-restart-s 0 skips it).
 // Usage: node --expose-gc .build/bench/soak.js [--concurrency N] [--duration-s S] [--tps N] [--seed N]
+//        [--redis-restart-s S]
 import { parseArgs } from 'node:util';
+import { runRedisRestartSoak } from './soak-redis-restart.ts';
 import { formatSoakReport, runSoak } from './soak-run.ts';
 
 const { values } = parseArgs({
@@ -11,6 +15,7 @@ const { values } = parseArgs({
     tps: { type: 'string', default: '2' },
     seed: { type: 'string', default: '1' },
     'warmup-s': { type: 'string', default: '20' },
+    'redis-restart-s': { type: 'string', default: '10' },
   },
 });
 const concurrency = Number(values.concurrency);
@@ -27,4 +32,15 @@ const report = await runSoak({
   log: (line) => process.stderr.write(`${line}\n`),
 });
 process.stdout.write(`${formatSoakReport(report)}\n`);
-process.exitCode = report.ok ? 0 : 1;
+let redisOk = true;
+const redisSeconds = Number(values['redis-restart-s']);
+if (redisSeconds > 0) {
+  const redis = await runRedisRestartSoak({
+    durationMs: redisSeconds * 1000,
+    concurrency: 20,
+    tokensPerSecond: 20,
+    log: (text) => process.stdout.write(`${text}\n`),
+  });
+  redisOk = redis.ok;
+}
+process.exitCode = report.ok && redisOk ? 0 : 1;

@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
 import {
   type ClosingStatus,
+  NoSuchEventError,
+  ownerMatches,
   ResumeGapError,
   type ResumeStore,
   type ResumeSubscription,
@@ -20,6 +22,16 @@ export interface RedisResumeStoreOptions {
   maxFramesPerStream?: number | undefined;
   /** How long a stream stays resumable after its last write or its end. Default 5 minutes. */
   ttlMs?: number | undefined;
+  /**
+   * Streams kept per client (`StreamMeta.client`: API key, else address), across replicas: past it, the
+   * client's oldest go (keys deleted; a follower of a live one ends it as lost). Default: no bound.
+   */
+  maxStreamsPerClient?: number | undefined;
+  /**
+   * Streams kept in all, the oldest going first whoever opened them: set `maxStreamsPerClient` with it,
+   * or one client's flood evicts everyone's. Default: no bound but the TTL (and Redis's maxmemory).
+   */
+  maxStreams?: number | undefined;
   /** How often this replica says it is alive. Default 1000. */
   heartbeatMs?: number | undefined;
   /** A producer silent this long is dead: its unfinished streams end as `lost`. Default 5000. */
@@ -41,8 +53,12 @@ interface Producing {
 }
 
 interface MetaRecord {
-  /** 2: frames hold the encoder's payload (`d`) and its kind (`k`), not the framed text (1). */
-  v: 2;
+  /**
+   * 3: as 2, and the producer keeps the set of streams it is producing (`replica:<id>:streams`), which
+   * followers check; 2: frames hold the encoder's payload (`d`) and its kind (`k`), not the framed text
+   * (1). A follower of another version would misread the stream: it is not resumable there.
+   */
+  v: 3;
   replica: string;
   meta: StreamMeta;
 }
@@ -77,6 +93,10 @@ export class RedisResumeStore implements ResumeStore {
   readonly #prefix: string;
   readonly #maxFrames: number;
   readonly #ttlMs: number;
+  readonly #maxPerClient: number | undefined;
+  readonly #maxStreams: number | undefined;
+  /** Evictions under way (`ready()` waits for them). */
+  readonly #evicting = new Set<Promise<void>>();
   readonly #heartbeatMs: number;
   readonly #producerTimeoutMs: number;
   readonly #blockMs: number;
@@ -92,6 +112,8 @@ export class RedisResumeStore implements ResumeStore {
     this.#prefix = options.keyPrefix ?? 'tokenwire:';
     this.#maxFrames = options.maxFramesPerStream ?? 10000;
     this.#ttlMs = options.ttlMs ?? 5 * 60 * 1000;
+    this.#maxPerClient = options.maxStreamsPerClient;
+    this.#maxStreams = options.maxStreams;
     this.#heartbeatMs = options.heartbeatMs ?? 1000;
     this.#producerTimeoutMs = options.producerTimeoutMs ?? 5000;
     this.#blockMs = options.blockMs ?? 1000;
@@ -111,7 +133,24 @@ export class RedisResumeStore implements ResumeStore {
       });
     // Without a listener, ioredis prints every connection error; they are counted instead.
     if (this.#ownsClient) this.#redis.on('error', (error: unknown) => this.#report(error));
+    this.#redis.on('ready', this.#reconnected);
   }
+
+  /**
+   * Redis came back (a restart, maybe from an older snapshot): the set of streams this replica is
+   * producing is written again as it is now, so a follower of a stream that ended while Redis was away
+   * (its ending lost with the snapshot) sees it is no longer produced and ends it as `lost`, not waiting
+   * for frames that will never come.
+   */
+  readonly #reconnected = (): void => {
+    if (this.#closed || this.#heartbeat === undefined) return;
+    const key = this.#streamsKey(this.replicaId);
+    const ids = [...this.#producing.keys()];
+    const multi = this.#redis.multi().del(key);
+    if (ids.length > 0) multi.sadd(key, ...ids).pexpire(key, this.#producerTimeoutMs);
+    multi.set(this.#replicaKey(this.replicaId), '1', 'PX', this.#producerTimeoutMs);
+    multi.exec().catch(this.#failed);
+  };
 
   /** Streams this replica is producing now. */
   get producing(): number {
@@ -123,9 +162,10 @@ export class RedisResumeStore implements ResumeStore {
     return this.#blocking.size;
   }
 
-  /** Resolves once connected (optional: commands wait for the connection anyway). */
+  /** Resolves once connected and the evictions started so far are done (optional: commands wait anyway). */
   async ready(): Promise<void> {
     await this.#redis.ping();
+    await Promise.all([...this.#evicting]);
   }
 
   async open(streamId: string, meta: StreamMeta): Promise<void> {
@@ -134,8 +174,43 @@ export class RedisResumeStore implements ResumeStore {
     // sees a stream whose producer has not said it is alive.
     this.#startHeartbeat();
     this.#producing.set(streamId, { lastSeq: 0, refreshedAt: 0 });
-    const record: MetaRecord = { v: 2, replica: this.replicaId, meta };
+    const streamsKey = this.#streamsKey(this.replicaId);
+    this.#redis.sadd(streamsKey, streamId).catch(this.#failed);
+    this.#redis.pexpire(streamsKey, this.#producerTimeoutMs).catch(this.#failed);
+    const record: MetaRecord = { v: 3, replica: this.replicaId, meta };
     this.#redis.set(this.#metaKey(streamId), JSON.stringify(record), 'PX', this.#ttlMs).catch(this.#failed);
+    if (meta.client !== undefined && this.#maxPerClient !== undefined)
+      this.#bound(`${this.#prefix}client:${meta.client}`, this.#maxPerClient, streamId);
+    if (this.#maxStreams !== undefined) this.#bound(`${this.#prefix}streams`, this.#maxStreams, streamId);
+  }
+
+  /**
+   * Counts the stream in a sorted set of stream ids by open time and, past `max`, deletes the oldest
+   * (one client's flood evicts its own streams first). Off the stream's path: nothing waits for it.
+   * Ids older than two TTLs are dropped from the set unasked (their keys expired long ago).
+   */
+  #bound(key: string, max: number, streamId: string): void {
+    const now = Date.now();
+    this.#redis.zadd(key, now, streamId).catch(this.#failed);
+    this.#redis.zremrangebyscore(key, '-inf', now - 2 * this.#ttlMs).catch(this.#failed);
+    this.#redis.pexpire(key, 2 * this.#ttlMs).catch(this.#failed);
+    const evicting: Promise<void> = this.#redis
+      .zcard(key)
+      .then(async (count) => {
+        if (count <= max) return;
+        // ZPOPMIN is atomic: replicas evicting at once never take the same id twice.
+        const popped = await this.#redis.zpopmin(key, count - max);
+        const keys: string[] = [];
+        for (let i = 0; i < popped.length; i += 2) {
+          const id = popped[i]!;
+          keys.push(this.#metaKey(id), this.#framesKey(id));
+        }
+        // One DEL per key: a stream's keys share a hash slot, different streams' may not (Redis Cluster).
+        await Promise.all(keys.map((k) => this.#redis.del(k)));
+      })
+      .catch(this.#failed)
+      .finally(() => this.#evicting.delete(evicting));
+    this.#evicting.add(evicting);
   }
 
   append(streamId: string, frame: StoredFrame): void {
@@ -160,13 +235,17 @@ export class RedisResumeStore implements ResumeStore {
     const producing = this.#producing.get(streamId);
     if (producing === undefined) return;
     this.#producing.delete(streamId);
-    await this.#writeEnd(streamId, producing.lastSeq, status);
+    // The ending first, then "no longer produced" (one connection: in this order).
+    const ended = this.#writeEnd(streamId, producing.lastSeq, status);
+    this.#redis.srem(this.#streamsKey(this.replicaId), streamId).catch(this.#failed);
+    await ended;
   }
 
   async subscribe(
     streamId: string,
     afterSeq: number,
     signal: AbortSignal,
+    owner?: string | undefined,
   ): Promise<ResumeSubscription | undefined> {
     let record = await this.#readMeta(streamId);
     if (record === undefined) {
@@ -175,17 +254,39 @@ export class RedisResumeStore implements ResumeStore {
       record = await this.#readMeta(streamId);
     }
     if (record === undefined) return undefined;
-    const first = (await this.#redis.xrange(this.#framesKey(streamId), '-', '+', 'COUNT', 1))[0];
+    // Another key's stream looks exactly like an unknown one, in its answer and in its time (the unknown
+    // one waited for the second look above): its existence is not revealed.
+    if (!ownerMatches(record.meta.owner, owner)) {
+      await sleep(100, signal);
+      return undefined;
+    }
+    const framesKey = this.#framesKey(streamId);
+    const [firstEntries, lastEntries] = await Promise.all([
+      this.#redis.xrange(framesKey, '-', '+', 'COUNT', 1),
+      this.#redis.xrevrange(framesKey, '+', '-', 'COUNT', 1),
+    ]);
+    const first = firstEntries[0];
     if (first !== undefined) {
       const { seq, end } = parseEntryId(first[0]);
       if (!end && seq > afterSeq + 1) throw new ResumeGapError(seq);
       if (end && seq > afterSeq) throw new ResumeGapError(seq + 1);
     }
+    // An id past the last frame stored: on a live stream its write may still be on the way (another
+    // replica wrote it a moment ago), so look once more; then it is no event of this stream.
+    let last = lastEntries[0] === undefined ? undefined : parseEntryId(lastEntries[0][0]);
+    if (afterSeq > (last?.seq ?? 0) && last?.end !== true) {
+      await sleep(100, signal);
+      const again = (await this.#redis.xrevrange(framesKey, '+', '-', 'COUNT', 1))[0];
+      last = again === undefined ? undefined : parseEntryId(again[0]);
+    }
+    if (afterSeq > (last?.seq ?? 0)) throw new NoSuchEventError(last?.seq ?? 0);
     let status: StoredStatus = 'live';
-    const frames = this.#follow(streamId, record.replica, afterSeq, signal, (ended) => {
+    let endSeq: number | undefined;
+    const frames = this.#follow(streamId, record.replica, afterSeq, signal, (ended, seq) => {
       status = ended;
+      endSeq = seq;
     });
-    return { meta: record.meta, frames, status: () => status };
+    return { meta: record.meta, frames, status: () => status, endSeq: () => endSeq };
   }
 
   async shutdown(): Promise<void> {
@@ -200,8 +301,11 @@ export class RedisResumeStore implements ResumeStore {
     const connected = this.#redis.status === 'ready';
     if (connected) {
       await Promise.all(open.map(([id, producing]) => this.#writeEnd(id, producing.lastSeq, 'lost')));
-      await this.#redis.del(this.#replicaKey(this.replicaId)).catch(this.#failed);
+      await this.#redis
+        .del(this.#replicaKey(this.replicaId), this.#streamsKey(this.replicaId))
+        .catch(this.#failed);
     }
+    this.#redis.off('ready', this.#reconnected);
     for (const connection of this.#blocking) connection.disconnect();
     this.#blocking.clear();
     if (!this.#ownsClient) return;
@@ -214,7 +318,8 @@ export class RedisResumeStore implements ResumeStore {
     replica: string,
     afterSeq: number,
     signal: AbortSignal,
-    setStatus: (status: StoredStatus) => void,
+    /** `endSeq`: the producer's last seq, from its ending entry. */
+    setStatus: (status: StoredStatus, endSeq?: number) => void,
   ): AsyncGenerator<StoredFrame> {
     const framesKey = this.#framesKey(streamId);
     let lastId = `${afterSeq}-0`;
@@ -255,10 +360,12 @@ export class RedisResumeStore implements ResumeStore {
           const { seq, end } = parseEntryId(id);
           if (end) {
             const ending = field(fields, 'e') as StoredStatus;
-            setStatus(END_STATUSES.has(ending) ? ending : 'lost');
+            setStatus(END_STATUSES.has(ending) ? ending : 'lost', seq);
             return;
           }
-          const kind = field(fields, 'k') === 'legacy-error-field' ? 'legacy-error-field' : undefined;
+          // Any kind the encoder gave (llama-server's legacy error line, or an SSE event name).
+          const stored = field(fields, 'k');
+          const kind = stored === '' ? undefined : stored;
           yield { seq, data: field(fields, 'd'), kind };
         }
         if (entries.length === READ_BATCH) continue; // still replaying
@@ -287,15 +394,17 @@ export class RedisResumeStore implements ResumeStore {
         }
         // ...and after each silent interval, check the producer is alive and the stream still there.
         heardAt = Date.now();
-        const [alive, present] = await Promise.all([
+        const [alive, present, produced] = await Promise.all([
           this.#redis.exists(this.#replicaKey(replica)),
           this.#redis.exists(this.#metaKey(streamId)),
+          this.#redis.sismember(this.#streamsKey(replica), streamId),
         ]).catch((error: unknown) => {
           this.#report(error);
-          return [0, 0];
+          return [0, 0, 0];
         });
-        // Gone: one more read (without blocking) for what it wrote just before, then `lost`.
-        if (alive === 0 || present === 0) producerGone = true;
+        // Gone, or no longer producing this stream (its ending was lost with a Redis restart): one more
+        // read (without blocking) for what it wrote just before, then `lost`.
+        if (alive === 0 || present === 0 || produced === 0) producerGone = true;
       }
     } finally {
       signal.removeEventListener('abort', stopBlocking);
@@ -312,7 +421,7 @@ export class RedisResumeStore implements ResumeStore {
     try {
       const record = JSON.parse(text) as MetaRecord;
       // Another version's frames would be framed wrongly: such a stream is not resumable here.
-      if (record.v !== 2) return undefined;
+      if (record.v !== 3) return undefined;
       // JSON drops undefined fields; the meta type has them.
       return { ...record, meta: { ...record.meta, flavor: record.meta.flavor ?? undefined } };
     } catch {
@@ -332,8 +441,11 @@ export class RedisResumeStore implements ResumeStore {
   #startHeartbeat(): void {
     if (this.#heartbeat !== undefined || this.#closed) return;
     const key = this.#replicaKey(this.replicaId);
+    const streamsKey = this.#streamsKey(this.replicaId);
     const beat = () => {
       this.#redis.set(key, '1', 'PX', this.#producerTimeoutMs).catch(this.#failed);
+      if (this.#producing.size > 0)
+        this.#redis.pexpire(streamsKey, this.#producerTimeoutMs).catch(this.#failed);
     };
     beat();
     this.#heartbeat = setInterval(beat, this.#heartbeatMs);
@@ -351,6 +463,11 @@ export class RedisResumeStore implements ResumeStore {
 
   #replicaKey(replica: string): string {
     return `${this.#prefix}replica:${replica}`;
+  }
+
+  /** The ids of the streams a replica is producing now (a set). */
+  #streamsKey(replica: string): string {
+    return `${this.#prefix}replica:${replica}:streams`;
   }
 
   readonly #failed = (error: unknown): void => {

@@ -1,9 +1,16 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { setClientAddress } from '../server/client-identity.ts';
 import { type ClientSignal, LightClientSignal } from '../server/client-signal.ts';
 import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-request.ts';
-import { WHOLE_BODY } from '../server/read-body.ts';
+import { BodyError, type BodyReader, READ_BODY, WHOLE_BODY } from '../server/read-body.ts';
 import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/response-output.ts';
 import { NodeRequestHeaders } from './node-request-headers.ts';
 import { TurnQueue } from './turn-queue.ts';
@@ -24,7 +31,17 @@ export interface ServeOptions {
   port?: number | undefined;
   /** Called when a handler throws (the client gets a 500). */
   onError?: ((error: unknown) => void) | undefined;
+  /**
+   * A request body must arrive in full within this many ms of its headers, else 408 (default 30000;
+   * 0 = no limit). Bounds how long a slow client can hold a connection and its partial body.
+   */
+  bodyTimeoutMs?: number | undefined;
+  /** Open connections at most; more are closed at once, unanswered (default: no limit). */
+  maxConnections?: number | undefined;
 }
+
+/** The default of ServeOptions.bodyTimeoutMs. */
+export const DEFAULT_BODY_TIMEOUT_MS = 30000;
 
 export interface ServedHandler {
   readonly url: string;
@@ -45,13 +62,16 @@ export interface ServedHandler {
 export function serve(handler: FetchHandler, options: ServeOptions = {}): Promise<ServedHandler> {
   const host = options.host ?? '127.0.0.1';
   const light = takesIncomingRequest(handler);
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  // The authority of a request that names none (HTTP/1.0 without Host): the bound address, once known.
+  let ownAuthority = host;
   const sockets = new Set<Socket>();
   // Requests that arrive together start one per event-loop turn (turn-queue.ts): open streams' chunks
   // are relayed between them instead of after all of them.
   const starts = new TurnQueue();
-  const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     starts.run(() => {
-      handle(handler, light, req, res, host).catch((error: unknown) => {
+      handle(handler, light, req, res, ownAuthority, bodyTimeoutMs).catch((error: unknown) => {
         options.onError?.(error);
         if (!res.headersSent) {
           res.writeHead(500, { 'content-type': 'application/json' });
@@ -61,7 +81,13 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
         }
       });
     });
-  });
+  };
+  const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, onRequest);
+  // `Expect: 100-continue`: node:http would send 100 Continue at once; the body is asked for only when
+  // the handler reads it (BodyReading), so a request refused from its headers never has it sent.
+  server.on('checkContinue', onRequest);
+  // node:http closes a connection over the cap as soon as it is accepted.
+  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -72,6 +98,7 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
       server.off('error', reject);
       const address = server.address() as AddressInfo;
       const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+      ownAuthority = `${urlHost}:${address.port}`;
       resolve({
         url: `http://${urlHost}:${address.port}`,
         host: address.address,
@@ -91,32 +118,94 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
 /** Request bodies up to this size (by Content-Length) are read whole; larger or chunked ones stream. */
 const BUFFERED_BODY_BYTES = 8 * 1024 * 1024;
 
+/** Methods `OPTIONS *` lists: what the gateway's routes take. */
+const ALLOWED_METHODS = 'GET, HEAD, POST, OPTIONS';
+
+/**
+ * A Host header that names a host and nothing else (RFC 3986 reg-name or IP literal, then a port):
+ * no `/`, `?`, `#` or `@` that would move the path, query or user into it once put before the target.
+ */
+const HOST_SYNTAX = /^(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])(?::\d*)?$/;
+
+/**
+ * The request's URL, from its target alone (RFC 9112 §3.2): origin-form (`/path?q`) under the Host
+ * header's authority (checked to be one) or the bound address; absolute-form as it is. Undefined when
+ * the target or the Host cannot make one: the client gets a 400.
+ */
+function requestUrl(req: IncomingMessage, ownAuthority: string): string | undefined {
+  const target = req.url ?? '/';
+  if (target.startsWith('/')) {
+    const host = req.headers.host;
+    if (host === undefined || host === '') return `http://${ownAuthority}${target}`;
+    return HOST_SYNTAX.test(host) ? `http://${host}${target}` : undefined;
+  }
+  if (!/^https?:\/\//i.test(target)) return undefined;
+  try {
+    const url = new URL(target);
+    return url.username === '' && url.password === '' ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function handle(
   handler: FetchHandler,
   light: boolean,
   req: IncomingMessage,
   res: ServerResponse,
-  host: string,
+  ownAuthority: string,
+  bodyTimeoutMs: number,
 ): Promise<void> {
   const method = req.method ?? 'GET';
-  const url = `http://${req.headers.host ?? host}${req.url ?? '/'}`;
+  if (method === 'OPTIONS' && req.url === '*') {
+    // The server-wide OPTIONS (RFC 9110 §9.3.7): what it accepts, no route involved.
+    res.writeHead(204, { allow: ALLOWED_METHODS });
+    res.end();
+    return;
+  }
+  const url = requestUrl(req, ownAuthority);
+  if (url === undefined) {
+    const message =
+      req.url?.startsWith('/') === true
+        ? 'invalid Host header: it must be a host name or address with an optional port'
+        : `invalid request target ${JSON.stringify(req.url?.slice(0, 100))}`;
+    answerError(res, 400, message, 'invalid_request_error');
+    return;
+  }
   const hasBody = method !== 'GET' && method !== 'HEAD';
-  const length = hasBody ? Number(req.headers['content-length']) : 0;
-  // A JSON request is small: read it whole rather than through a Web Streams adapter.
-  const streamed = hasBody && !(Number.isInteger(length) && length <= BUFFERED_BODY_BYTES);
+  const body = hasBody ? new BodyReading(req, res, bodyTimeoutMs) : undefined;
   // A light request's "client gone" is a LightClientSignal (server/client-signal.ts), not an AbortSignal.
-  const gone = light && !streamed ? new LightClientSignal() : new AbortController();
+  const gone = light ? new LightClientSignal() : new AbortController();
   const signal: ClientSignal = gone instanceof LightClientSignal ? gone : gone.signal;
   const onClose = () => {
+    body?.stop();
     if (!res.writableFinished) gone.abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
   // A request that waited for its turn may have lost its client meanwhile.
   if (res.destroyed) onClose();
-  const whole = hasBody && !streamed ? await readWhole(req, length) : undefined;
-  const response = await (gone instanceof LightClientSignal
-    ? (handler as IncomingHandler)(lightRequest(method, url, req, gone, whole))
-    : handler(standardRequest(method, url, req, gone.signal, whole, streamed)));
+  let response: Response;
+  if (gone instanceof LightClientSignal) {
+    // The handler gets the request at once, with its headers; the body is read only when it asks, with
+    // its limit (server/read-body.ts): a request refused from its headers (no API key, a declared length
+    // over the limit) is answered before any byte of its body is buffered.
+    response = await (handler as IncomingHandler)(lightRequest(method, url, req, gone, body));
+  } else {
+    // A JSON request is small: read it whole rather than through a Web Streams adapter.
+    const length = Number(req.headers['content-length']);
+    const streamed = hasBody && !(Number.isInteger(length) && length <= BUFFERED_BODY_BYTES);
+    let whole: Uint8Array | undefined;
+    if (body !== undefined && !streamed) {
+      try {
+        whole = await body.read(BUFFERED_BODY_BYTES);
+      } catch (error) {
+        if (!(error instanceof BodyError)) throw error;
+        answerError(res, error.status, error.message, 'invalid_request_error');
+        return;
+      }
+    }
+    response = await handler(standardRequest(method, url, req, gone.signal, whole, streamed));
+  }
   const outHeaders: Record<string, string | string[]> = {};
   response.headers.forEach((value, key) => {
     if (key === 'set-cookie') return;
@@ -124,7 +213,15 @@ async function handle(
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) outHeaders['set-cookie'] = cookies;
-  res.writeHead(response.status, response.statusText, outHeaders);
+  // A body not read to its end (the request was refused from its headers, or cut at the limit): the
+  // connection closes after the answer instead of waiting for, and discarding, the rest of it.
+  if (body !== undefined) {
+    if (!body.complete()) outHeaders.connection = 'close';
+    // The timeout bounds the wait for a body before the answer; once answering, closing ends it.
+    body.stop();
+  }
+  // undici's Response leaves statusText empty unless told: node:http would then send `HTTP/1.1 200 `.
+  res.writeHead(response.status, response.statusText || STATUS_CODES[response.status] || '', outHeaders);
   const direct = directBodyOfResponse(response);
   if (response.body === null && direct === undefined) {
     res.end();
@@ -165,9 +262,13 @@ async function handle(
     }
     if (!res.destroyed) res.end();
   } catch (error) {
-    // The body failed mid-stream (an upstream cut): end the connection abruptly, as a server would,
-    // so the client sees the stream end without its terminal event instead of a clean finish.
-    res.destroy(error instanceof Error ? error : undefined);
+    // The body failed mid-stream (an upstream cut): end the connection without the chunked body's
+    // terminator, as a server that died would, so the client sees the stream end without its terminal
+    // event instead of a clean finish. The socket is ended, not destroyed: what was written before the
+    // failure still reaches the client (a destroy drops writes the kernel has not taken yet).
+    const socket = res.socket;
+    if (socket !== null && !socket.destroyed) socket.end();
+    else res.destroy(error instanceof Error ? error : undefined);
   } finally {
     signal.removeEventListener('abort', stop);
   }
@@ -182,9 +283,9 @@ function lightRequest(
   url: string,
   req: IncomingMessage,
   signal: ClientSignal,
-  whole: Uint8Array | undefined,
+  body: BodyReading | undefined,
 ): IncomingRequest {
-  const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array; [TAKES_DIRECT_RESPONSE]: true } = {
+  const request: IncomingRequest & { [READ_BODY]?: BodyReader; [TAKES_DIRECT_RESPONSE]: true } = {
     method,
     url,
     headers: new NodeRequestHeaders(req.headers),
@@ -193,7 +294,9 @@ function lightRequest(
     // This adapter writes a streamed body to the socket itself: a direct-only response will do.
     [TAKES_DIRECT_RESPONSE]: true,
   };
-  if (whole !== undefined) request[WHOLE_BODY] = whole;
+  if (body !== undefined) request[READ_BODY] = (limit) => body.read(limit);
+  // The peer's address (the resume store's per-client bound without API keys): set here, never read from a header.
+  setClientAddress(request, req.socket.remoteAddress);
   return request;
 }
 
@@ -218,6 +321,7 @@ function standardRequest(
   const request = new Request(url, init);
   // The bytes are already here: the gateway reads them without the Request's stream (server/read-body.ts).
   if (whole !== undefined) (request as unknown as Record<symbol, unknown>)[WHOLE_BODY] = whole;
+  setClientAddress(request, req.socket.remoteAddress);
   return request;
 }
 
@@ -226,24 +330,135 @@ function uncork(res: ServerResponse): void {
 }
 
 /**
- * A request body of known, bounded length, whole. The read that carried the headers is parsed to its
- * end before a microtask runs: when it carried the whole body too (the usual case for a JSON request),
- * the bytes come out of the stream's buffer at once. Waiting for the stream's `data` and `end` events
- * instead costs a turn of the event loop (node:http marks the message complete only then), while the
- * upstream request waits on it.
+ * One request's body, read when the handler asks (or never): whole, up to a limit, within the body
+ * timeout counted from the headers. The read that carried the headers is parsed to its end before a
+ * microtask runs: when it carried the whole body too (the usual case for a JSON request), the bytes
+ * come out of the stream's buffer at once. Waiting for the stream's `data` and `end` events instead
+ * costs a turn of the event loop (node:http marks the message complete only then), while the upstream
+ * request waits on it.
  */
-async function readWhole(req: IncomingMessage, length: number): Promise<Uint8Array> {
-  await undefined;
-  if (req.readableFlowing === null && req.readableLength === length) {
-    const bytes = req.read() as Buffer | null;
-    return bytes ?? EMPTY_BODY;
+class BodyReading {
+  readonly #req: IncomingMessage;
+  readonly #res: ServerResponse;
+  readonly #timeoutMs: number;
+  readonly #declared: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timedOut = false;
+  #read: Promise<Uint8Array> | undefined;
+  #fail: ((error: Error) => void) | undefined;
+  #complete = false;
+
+  constructor(req: IncomingMessage, res: ServerResponse, timeoutMs: number) {
+    this.#req = req;
+    this.#res = res;
+    this.#timeoutMs = timeoutMs;
+    const length = req.headers['content-length'];
+    const declared = length === undefined ? Number.NaN : Number(length);
+    this.#declared = Number.isInteger(declared) ? declared : undefined;
+    if (timeoutMs > 0) this.#timer = setTimeout(() => this.#expire(), timeoutMs);
+    req.once('end', () => {
+      this.#complete = true;
+      this.#clearTimer();
+    });
   }
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => parts.push(chunk));
-    req.on('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
-    req.on('error', reject);
+
+  /** Whether the whole body has been read (an unread or cut one leaves bytes on the connection). */
+  complete(): boolean {
+    return this.#complete || this.#req.complete;
+  }
+
+  /** No more waiting for the body: the exchange is over or the rest is not wanted. */
+  stop(): void {
+    this.#clearTimer();
+  }
+
+  read(limit: number): Promise<Uint8Array> {
+    this.#read ??= this.#start(limit);
+    return this.#read;
+  }
+
+  async #start(limit: number): Promise<Uint8Array> {
+    if (this.#declared !== undefined && this.#declared > limit) throw tooLarge(limit);
+    const expect = this.#req.headers.expect;
+    if (expect !== undefined && expect.toLowerCase() === '100-continue' && !this.#res.headersSent)
+      this.#res.writeContinue();
+    await undefined;
+    if (this.#timedOut) throw this.#timeoutError();
+    const req = this.#req;
+    const length = this.#declared;
+    if (length !== undefined && req.readableFlowing === null && req.readableLength === length) {
+      const bytes = req.read() as Buffer | null;
+      // Every declared byte is here: the message is over even before node:http's parser says so
+      // (its `complete` and 'end' can come a turn later), so the connection may be kept alive.
+      this.#complete = true;
+      this.#clearTimer();
+      return bytes ?? EMPTY_BODY;
+    }
+    return new Promise((resolve, reject) => {
+      const parts: Buffer[] = [];
+      let size = 0;
+      const cleanup = () => {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.off('error', onError);
+        req.off('aborted', onAborted);
+        this.#fail = undefined;
+      };
+      const fail = (error: Error) => {
+        cleanup();
+        // The rest is not read: the answer goes out with `connection: close` (see handle()).
+        req.pause();
+        reject(error);
+      };
+      const onData = (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > limit) fail(tooLarge(limit));
+        else parts.push(chunk);
+      };
+      const onEnd = () => {
+        cleanup();
+        resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+      };
+      const onError = (error: Error) => fail(error);
+      const onAborted = () =>
+        fail(new BodyError(400, 'body-incomplete', 'the client left before its body ended'));
+      this.#fail = fail;
+      req.on('data', onData);
+      req.on('end', onEnd);
+      req.on('error', onError);
+      req.on('aborted', onAborted);
+    });
+  }
+
+  #expire(): void {
+    this.#timer = undefined;
+    if (this.complete()) return;
+    this.#timedOut = true;
+    this.#fail?.(this.#timeoutError());
+  }
+
+  #timeoutError(): BodyError {
+    return new BodyError(408, 'body-timeout', `the request body did not arrive within ${this.#timeoutMs} ms`);
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+function tooLarge(limit: number): BodyError {
+  return new BodyError(413, 'body-too-large', `the request body is larger than the limit of ${limit} bytes`);
+}
+
+/** An error the adapter answers itself (before any handler), closing the connection after it. */
+function answerError(res: ServerResponse, status: number, message: string, type: string): void {
+  res.writeHead(status, STATUS_CODES[status] ?? '', {
+    'content-type': 'application/json',
+    'cache-control': 'no-store',
+    connection: 'close',
   });
+  res.end(JSON.stringify({ error: { message, type } }));
 }
 
 const EMPTY_BODY = new Uint8Array(0);

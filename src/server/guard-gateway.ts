@@ -1,5 +1,6 @@
 import type { Dialect } from '../dialects/dialect.ts';
 import { dialectForPath, getDialect } from '../dialects/registry.ts';
+import { setClientOwner } from './client-identity.ts';
 import { createGateway, type Gateway, type GatewayOptions } from './create-gateway.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import {
@@ -31,6 +32,11 @@ export interface GuardOptions {
    * `Retry-After`, in its dialect's error shape. Default: no limit.
    */
   maxStreams?: number | undefined;
+  /**
+   * Where the `maxStreams` slots are counted when several processes share the limit (`serve --workers`:
+   * the primary holds the count). Default: this guard's own count.
+   */
+  streamSlots?: StreamSlots | undefined;
   /** `Retry-After` seconds on that 429. Default 1. */
   retryAfterSeconds?: number | undefined;
   /**
@@ -39,10 +45,23 @@ export interface GuardOptions {
    * own) gets a 403, so a web page cannot make the gateway spend upstream time for it.
    */
   corsOrigins?: readonly string[] | undefined;
+  /**
+   * Host names the gateway answers to (DNS rebinding: a page on a domain that resolves to the gateway's
+   * address sends that domain as `Host`). Compared without the port, case-insensitively; `[::1]` for
+   * IPv6; `*` allows any. Any other `Host` (or absolute-form target authority) gets a 421 before
+   * routing, on every path. Default: any host.
+   */
+  allowedHosts?: readonly string[] | undefined;
   /** Values never to reach a client (upstream credentials): replaced in every response body. */
   secrets?: readonly string[] | undefined;
   /** Counts refusals in `tokenwire_rejected_total{route,status}`. */
   metrics?: GatewayMetrics | undefined;
+}
+
+/** A shared count of stream slots: `acquire` says whether one was free (and takes it). */
+export interface StreamSlots {
+  acquire(): boolean | Promise<boolean>;
+  release(): void;
 }
 
 /** A fetch handler with the guard's live count of generation requests. */
@@ -57,7 +76,8 @@ const CORS_ALLOWED_HEADERS =
   'authorization, content-type, last-event-id, x-api-key, x-request-id, traceparent, tracestate, x-tokenwire-fault, x-tokenwire-flavor';
 /** Response headers a browser on an allowed origin may read. */
 const CORS_EXPOSED_HEADERS = 'x-tokenwire-stream-id, retry-after, x-request-id';
-const API_PATHS = new Set(['/v1/models', '/api/tags', '/metrics']);
+// `/props` and `/info` (side-routes.ts) may pass on an upstream's own (model paths, chat template).
+const API_PATHS = new Set(['/v1/models', '/api/tags', '/metrics', '/props', '/info']);
 
 const encoder = new TextEncoder();
 
@@ -79,6 +99,11 @@ export function guardGateway(
   const origins = new Set(options.corsOrigins ?? []);
   const redactor = new SecretRedactor(options.secrets ?? []);
   const takesIncoming = takesIncomingRequest(handler);
+  const hosts = options.allowedHosts;
+  const allowedHosts =
+    hosts === undefined || hosts.length === 0 || hosts.includes('*')
+      ? undefined
+      : new Set(hosts.map((host) => host.toLowerCase()));
   // A handler that wants a standard Request gets one (the guard itself reads only IncomingRequest's part).
   const inner = (request: IncomingRequest): Promise<Response> | Response =>
     takesIncoming
@@ -111,10 +136,26 @@ export function guardGateway(
       for (let i = 0; i < known.length; i++) diff |= known[i]! ^ digest[i]!;
       matched |= 1 ^ ((diff | -diff) >>> 31);
     }
+    // Who opened a stream is who may resume it (issue 21): the gateway reads this digest, never a header.
+    if (matched === 1) setClientOwner(request, digest);
     return matched === 1;
   }
 
+  function misdirected(request: IncomingRequest, host: string): Response {
+    const target = requestTarget(request);
+    return refuse(
+      generationDialect(request.method, target.path),
+      421,
+      `${JSON.stringify(host)} is not a host this gateway answers to (DNS rebinding protection); start it with --allowed-host ${hostName(host)} to allow it`,
+      'invalid_request_error',
+    );
+  }
+
   const guarded = async (request: IncomingRequest): Promise<Response> => {
+    if (allowedHosts !== undefined) {
+      const host = authorityOf(request.url);
+      if (!allowedHosts.has(hostName(host)) && !allowedHosts.has(host)) return misdirected(request, host);
+    }
     const origin = request.headers.get('origin');
     if (origin === null && passesWithoutOrigin) return inner(request);
     const target = requestTarget(request);
@@ -168,7 +209,8 @@ export function guardGateway(
     if (generation === undefined || maxStreams === undefined)
       return finish(await inner(request), allowedOrigin ? origin : undefined, undefined);
 
-    if (inFlight >= maxStreams) {
+    const slots = options.streamSlots;
+    if (slots === undefined ? inFlight >= maxStreams : !(await slots.acquire())) {
       const response = refuse(
         dialect,
         429,
@@ -184,6 +226,7 @@ export function guardGateway(
       if (released) return;
       released = true;
       inFlight -= 1;
+      slots?.release();
       request.signal.removeEventListener('abort', release);
     };
     // A client that leaves frees its slot even before its body is cancelled.
@@ -262,8 +305,10 @@ export function createGuardedGateway(options: GatewayOptions & GuardOptions): Gu
   const fetch = guardGateway(gateway.fetch, {
     apiKeys: options.apiKeys,
     maxStreams: options.maxStreams,
+    streamSlots: options.streamSlots,
     retryAfterSeconds: options.retryAfterSeconds,
     corsOrigins: options.corsOrigins,
+    allowedHosts: options.allowedHosts,
     secrets,
     metrics: gateway.metrics,
   });
@@ -272,13 +317,28 @@ export function createGuardedGateway(options: GatewayOptions & GuardOptions): Gu
 
 /** The dialect of a generation request (the routes that stream), else undefined. */
 function generationDialect(method: string, path: string): Dialect | undefined {
-  if (path === '/' && method === 'POST') return getDialect('tgi');
+  if ((path === '/' || path === '/generate') && method === 'POST') return getDialect('tgi');
   return dialectForPath(path);
 }
 
 function isApiRequest(method: string, path: string): boolean {
   if (method !== 'GET' && method !== 'HEAD') return true;
   return API_PATHS.has(path) || path.startsWith('/v1/') || path.startsWith('/api/');
+}
+
+/** The authority of an absolute URL (`host[:port]`, lower-case), read without parsing the URL. */
+function authorityOf(url: string): string {
+  const scheme = url.indexOf('://');
+  const start = scheme === -1 ? 0 : scheme + 3;
+  let end = start;
+  while (end < url.length && url[end] !== '/' && url[end] !== '?' && url[end] !== '#') end++;
+  return url.slice(start, end).toLowerCase();
+}
+
+/** A `host[:port]` authority's host: `[::1]` keeps its brackets. */
+function hostName(authority: string): string {
+  const colon = authority.lastIndexOf(':');
+  return colon === -1 || authority.endsWith(']') ? authority : authority.slice(0, colon);
 }
 
 function hostOf(origin: string): string | undefined {

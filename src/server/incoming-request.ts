@@ -1,5 +1,5 @@
 import { abortSignalOf, type ClientSignal } from './client-signal.ts';
-import { WHOLE_BODY } from './read-body.ts';
+import { type BodyReader, READ_BODY, WHOLE_BODY } from './read-body.ts';
 
 /** The part of `Headers` the gateway reads. A standard `Headers` is one. */
 export interface IncomingHeaders {
@@ -21,7 +21,10 @@ export interface IncomingRequest {
   readonly headers: IncomingHeaders;
   /** Aborts when the client goes away: an AbortSignal, or a lighter one (client-signal.ts). */
   readonly signal: ClientSignal;
-  /** Null for a light request: its bytes, read in full, are under WHOLE_BODY. */
+  /**
+   * Null for a light request: its bytes, read in full, are under WHOLE_BODY, or read when asked through
+   * READ_BODY (server/read-body.ts).
+   */
   readonly body: ReadableStream<Uint8Array> | null;
 }
 
@@ -43,9 +46,27 @@ export function toRequest(request: IncomingRequest): Request {
   if (request instanceof Request) return request;
   const headers: [string, string][] = [];
   for (const name of request.headers.keys()) headers.push([name, request.headers.get(name) ?? '']);
-  const init: RequestInit = { method: request.method, headers, signal: abortSignalOf(request.signal) };
-  const whole = (request as unknown as Record<symbol, unknown>)[WHOLE_BODY];
-  if (whole instanceof Uint8Array && request.method !== 'GET' && request.method !== 'HEAD') init.body = whole;
+  const init: RequestInit & { duplex?: 'half' } = {
+    method: request.method,
+    headers,
+    signal: abortSignalOf(request.signal),
+  };
+  const holder = request as unknown as Record<symbol, unknown>;
+  const whole = holder[WHOLE_BODY];
+  const readBody = holder[READ_BODY];
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    if (whole instanceof Uint8Array) init.body = whole;
+    else if (typeof readBody === 'function') {
+      // A body not read yet (node/serve.ts reads it when asked): read when the Request's body is.
+      init.body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          controller.enqueue(await (readBody as BodyReader)(Number.POSITIVE_INFINITY));
+          controller.close();
+        },
+      });
+      init.duplex = 'half';
+    }
+  }
   return new Request(request.url, init);
 }
 

@@ -31,7 +31,13 @@ export type {
   StoredStatus,
   StreamMeta,
 } from './resume-store.ts';
-export { formatEventId, parseEventId, ResumeGapError } from './resume-store.ts';
+export {
+  formatEventId,
+  NoSuchEventError,
+  ownerMatches,
+  parseEventId,
+  ResumeGapError,
+} from './resume-store.ts';
 export { REDACTED, SecretRedactor, upstreamSecrets } from './secret-redactor.ts';
 export type { FetchLike, Upstream } from './upstream.ts';
 export { DEFAULT_UPSTREAM_TIMEOUT_MS, pickUpstreamDialect } from './upstream.ts';

@@ -1,5 +1,7 @@
 import {
   type ClosingStatus,
+  NoSuchEventError,
+  ownerMatches,
   ResumeGapError,
   type ResumeStore,
   type ResumeSubscription,
@@ -9,8 +11,14 @@ import {
 } from './resume-store.ts';
 
 export interface MemoryResumeStoreOptions {
-  /** Streams kept at most; the oldest finished ones go first. Default 1000. */
+  /**
+   * Streams kept at most. When full, the client (API key, else address: `StreamMeta.client`) holding
+   * the most streams loses its oldest, finished ones first: one client's flood evicts its own streams,
+   * never a quiet client's. Default 1000.
+   */
   maxStreams?: number | undefined;
+  /** Streams kept at most per client; past it, the client's own oldest go. Default: `maxStreams`. */
+  maxStreamsPerClient?: number | undefined;
   /** Payload characters (UTF-16 units) kept per stream; the oldest frames go first. Default 4 Mi. */
   maxBytesPerStream?: number | undefined;
   /** How long a finished stream stays resumable. Default 5 minutes. */
@@ -20,6 +28,8 @@ export interface MemoryResumeStoreOptions {
 
 interface Entry {
   meta: StreamMeta;
+  /** The bucket of the per-client bounds ('' for streams of no known client). */
+  client: string;
   frames: StoredFrame[];
   bytes: number;
   status: StoredStatus;
@@ -34,13 +44,17 @@ export class MemoryResumeStore implements ResumeStore {
   /** Finished streams, oldest first (entries may be stale: checked against the map). */
   #closed: { id: string; entry: Entry }[] = [];
   #closedHead = 0;
+  /** Each client's streams, oldest first (Map order). */
+  readonly #byClient = new Map<string, Map<string, Entry>>();
   readonly #maxStreams: number;
+  readonly #maxPerClient: number;
   readonly #maxBytes: number;
   readonly #ttlMs: number;
   readonly #now: () => number;
 
   constructor(options: MemoryResumeStoreOptions = {}) {
     this.#maxStreams = options.maxStreams ?? 1000;
+    this.#maxPerClient = options.maxStreamsPerClient ?? this.#maxStreams;
     this.#maxBytes = options.maxBytesPerStream ?? 4 * 1024 * 1024;
     this.#ttlMs = options.ttlMs ?? 5 * 60 * 1000;
     this.#now = options.now ?? Date.now;
@@ -56,15 +70,28 @@ export class MemoryResumeStore implements ResumeStore {
    * open it only when the upstream has answered, with the relay (create-gateway.ts).
    */
   async open(streamId: string, meta: StreamMeta): Promise<void> {
-    this.#evict();
-    this.#entries.set(streamId, {
+    // Streams of no known client share one bucket.
+    const client = meta.client ?? '';
+    this.#expire();
+    const own = this.#byClient.get(client);
+    if (own !== undefined && own.size >= this.#maxPerClient) this.#evictOwn(own);
+    this.#makeRoom(client);
+    let bucket = this.#byClient.get(client);
+    if (bucket === undefined) {
+      bucket = new Map();
+      this.#byClient.set(client, bucket);
+    }
+    const entry: Entry = {
       meta,
+      client,
       frames: [],
       bytes: 0,
       status: 'live',
       closedAt: undefined,
       waiters: undefined,
-    });
+    };
+    this.#entries.set(streamId, entry);
+    bucket.set(streamId, entry);
   }
 
   append(streamId: string, frame: StoredFrame): void {
@@ -91,12 +118,17 @@ export class MemoryResumeStore implements ResumeStore {
     streamId: string,
     afterSeq: number,
     signal: AbortSignal,
+    owner?: string | undefined,
   ): Promise<ResumeSubscription | undefined> {
-    this.#evict();
+    this.#expire();
     const entry = this.#entries.get(streamId);
-    if (entry === undefined) return undefined;
+    // Another key's stream looks exactly like an unknown one: its existence is not revealed.
+    if (entry === undefined || !ownerMatches(entry.meta.owner, owner)) return undefined;
     const first = entry.frames[0];
     if (first !== undefined && first.seq > afterSeq + 1) throw new ResumeGapError(first.seq);
+    // Frames are stored as they are written, so an id past the last one was never written (yet).
+    const lastSeq = entry.frames.at(-1)?.seq ?? 0;
+    if (afterSeq > lastSeq) throw new NoSuchEventError(lastSeq);
     return {
       meta: entry.meta,
       frames: follow(entry, afterSeq, signal),
@@ -113,9 +145,9 @@ export class MemoryResumeStore implements ResumeStore {
 
   /**
    * Cheap enough to run on every open: finished streams wait in close order, so expiry looks only at
-   * the front of that queue, and the capacity bound removes from the front as well.
+   * the front of that queue.
    */
-  #evict(): void {
+  #expire(): void {
     const now = this.#now();
     const closed = this.#closed;
     while (this.#closedHead < closed.length) {
@@ -124,23 +156,56 @@ export class MemoryResumeStore implements ResumeStore {
         this.#closedHead += 1; // already gone
         continue;
       }
-      const expired = now - next.entry.closedAt! > this.#ttlMs;
-      if (!expired && this.#entries.size < this.#maxStreams) break;
-      this.#entries.delete(next.id);
+      if (now - next.entry.closedAt! <= this.#ttlMs) break;
+      this.#drop(next.id, next.entry);
       this.#closedHead += 1;
     }
     if (this.#closedHead > 1024 && this.#closedHead * 2 > closed.length) {
       this.#closed = closed.slice(this.#closedHead);
       this.#closedHead = 0;
     }
-    if (this.#entries.size < this.#maxStreams) return;
-    // Still full with live streams only: the oldest live one goes (Map keeps insertion order).
-    for (const [id, entry] of this.#entries) {
-      if (this.#entries.size < this.#maxStreams) return;
-      entry.status = 'lost';
-      wake(entry);
-      this.#entries.delete(id);
+  }
+
+  /**
+   * Full: the client holding the most streams loses its oldest (finished first), so a flood evicts the
+   * flooder's own streams and never a quiet client's. The opener at or past its fair share is that
+   * client without a search (the flood case); otherwise the buckets are scanned (one per client).
+   */
+  #makeRoom(opener: string): void {
+    while (this.#entries.size >= this.#maxStreams) {
+      let victim = this.#byClient.get(opener);
+      if (victim === undefined || victim.size * this.#byClient.size < this.#entries.size) {
+        for (const bucket of this.#byClient.values())
+          if (victim === undefined || bucket.size > victim.size) victim = bucket;
+      }
+      if (victim === undefined || victim.size === 0) return;
+      this.#evictOwn(victim);
     }
+  }
+
+  /** A client at its bound: its oldest finished stream goes, else its oldest live one. */
+  #evictOwn(bucket: Map<string, Entry>): void {
+    let victim: [string, Entry] | undefined;
+    for (const pair of bucket) {
+      if (pair[1].status !== 'live') {
+        victim = pair;
+        break;
+      }
+      victim ??= pair;
+    }
+    if (victim === undefined) return;
+    const [id, entry] = victim;
+    if (entry.status === 'live') entry.status = 'lost';
+    wake(entry);
+    this.#drop(id, entry);
+  }
+
+  #drop(id: string, entry: Entry): void {
+    this.#entries.delete(id);
+    const bucket = this.#byClient.get(entry.client);
+    if (bucket === undefined) return;
+    bucket.delete(id);
+    if (bucket.size === 0) this.#byClient.delete(entry.client);
   }
 }
 

@@ -15,6 +15,12 @@ export const PLAIN_TEXT_HEADERS: Readonly<Record<string, string>> = {
  * tokens]`, `[tokenwire: truncated (length), …]`, `[tokenwire: incomplete: <reason>: <message>, …]` —
  * so `curl -N` shows truncation and failures too. Reasoning is not written; a tool call is written as
  * a `[tokenwire: tool call name(arguments)]` line. It has the shape of StreamRelay the gateway uses.
+ *
+ * The ending line cannot be forged by the model: a line of the answer that starts with `[tokenwire:`
+ * (after any backslashes) is written with one more backslash in front (`\[tokenwire: finished …`), so
+ * only our own lines start with the marker; and our lines never hold a line break (one inside an error
+ * message or tool arguments is written as `\n`). To read the text back, drop one backslash from each
+ * line that matches `^\\+\[tokenwire:`.
  */
 export class PlainTextRelay {
   readonly sse = false;
@@ -22,6 +28,10 @@ export class PlainTextRelay {
   #ended = false;
   /** The last character written, so the ending line starts on a line of its own. */
   #last = '\n';
+  /** The answer's text is at the start of a line (where the marker could begin). */
+  #atLineStart = true;
+  /** The start of an answer line held until it shows whether it is the marker. */
+  #held = '';
   readonly #output: ResponseOutput;
   readonly #now: () => number;
 
@@ -45,7 +55,7 @@ export class PlainTextRelay {
 
   event(event: StreamEvent): void {
     if (this.#ended) return;
-    if (event.type === 'text') this.#write(event.text);
+    if (event.type === 'text') this.#text(event.text);
     else if (event.type === 'tool-call')
       this.#line(`[tokenwire: tool call ${event.name}(${event.arguments})]`);
   }
@@ -90,7 +100,45 @@ export class PlainTextRelay {
   }
 
   #line(text: string): void {
-    this.#write(`${this.#last === '\n' ? '' : '\n'}${text}\n`);
+    // What was held is not the marker (it was never completed): it goes out as it is.
+    const held = this.#held;
+    this.#held = '';
+    this.#atLineStart = true;
+    if (held !== '') this.#write(held);
+    this.#write(`${this.#last === '\n' ? '' : '\n'}${text.replace(/\r\n|\r|\n/g, '\\n')}\n`);
+  }
+
+  /** The answer's text, with a backslash before any line that would start with the marker. */
+  #text(text: string): void {
+    let out = '';
+    let i = 0;
+    while (i < text.length) {
+      if (this.#atLineStart) {
+        const held = this.#held + (text[i] as string);
+        i += 1;
+        const kind = lineStart(held);
+        if (kind === 'undecided') {
+          this.#held = held;
+          continue;
+        }
+        this.#held = '';
+        if (kind === 'marker') out += '\\';
+        out += held;
+        const last = held[held.length - 1];
+        this.#atLineStart = last === '\n' || last === '\r';
+        continue;
+      }
+      let end = i;
+      while (end < text.length && text[end] !== '\n' && text[end] !== '\r') end += 1;
+      if (end === text.length) {
+        out += text.slice(i);
+        break;
+      }
+      out += text.slice(i, end + 1);
+      i = end + 1;
+      this.#atLineStart = true;
+    }
+    this.#write(out);
   }
 
   #write(text: string): void {
@@ -99,6 +147,20 @@ export class PlainTextRelay {
     this.#last = text[text.length - 1]!;
     this.#output.write(text);
   }
+}
+
+const MARKER = '[tokenwire:';
+/** Backslashes beyond this many at a line's start: not worth holding the line for. */
+const MAX_HELD_BACKSLASHES = 64;
+
+/** Is the start of an answer line the marker (after any backslashes), not it, or too short to tell? */
+function lineStart(held: string): 'marker' | 'plain' | 'undecided' {
+  let slashes = 0;
+  while (slashes < held.length && held[slashes] === '\\') slashes += 1;
+  if (slashes > MAX_HELD_BACKSLASHES) return 'plain';
+  const rest = held.slice(slashes);
+  if (!MARKER.startsWith(rest)) return 'plain';
+  return rest.length === MARKER.length ? 'marker' : 'undecided';
 }
 
 /** The last line of a plain-text stream that reached its end. */

@@ -84,7 +84,10 @@ export function requestLogRecord(
   if (end.endState !== undefined) record.endState = end.endState;
   if (result?.finishReason !== undefined) record.finishReason = result.finishReason;
   if (context.format === 'text') record.format = 'text';
-  if (end.streamId !== undefined) record.streamId = end.streamId;
+  // A stream id replays the stream to whoever holds it (with no API keys): info lines carry only its
+  // first 6 characters (enough to match lines up); the whole id only at debug level.
+  if (end.streamId !== undefined)
+    record.streamId = context.logLevel === 'debug' ? end.streamId : `${end.streamId.slice(0, 6)}…`;
   if (figures.tpotMs !== undefined) record.tpotMs = figures.tpotMs;
   if (figures.estimated !== undefined) record.outputTokensEstimated = figures.estimated;
   if (context.logLevel === 'debug' && result !== undefined) {

@@ -30,7 +30,7 @@ export interface RequestLog {
   model: string | undefined;
   /** `text` when the client asked for plain-text output. */
   format?: 'text' | undefined;
-  /** The resumable stream's id (SSE routes). */
+  /** The resumable stream's id (SSE routes): its first 6 characters and `…`, whole at debug level. */
   streamId?: string | undefined;
   ttftMs: number | undefined;
   /** Time per output token after the first, ms. */

@@ -1,4 +1,4 @@
-import type { DialectId } from '../dialects/dialect.ts';
+import type { DialectId, FrameKind } from '../dialects/dialect.ts';
 
 /**
  * One written SSE event: its sequence number and what the dialect's encoder wrote (the payload, and its
@@ -10,7 +10,8 @@ import type { DialectId } from '../dialects/dialect.ts';
 export interface StoredFrame {
   seq: number;
   data: string;
-  kind?: 'legacy-error-field' | undefined;
+  /** How the payload is framed: an SSE event name, or the legacy `error:` line (`FrameKind`). */
+  kind?: FrameKind | undefined;
 }
 
 /** What a resuming request needs to continue a stream it did not start. */
@@ -20,6 +21,16 @@ export interface StreamMeta {
   headers: Record<string, string>;
   model: string | undefined;
   createdAt: number;
+  /**
+   * Who opened the stream, when API keys are configured: the hex SHA-256 of the key it presented (what
+   * the guard compares keys by; it cannot be presented as a key). A resume must come with the same key.
+   */
+  owner?: string | undefined;
+  /**
+   * Whose share of the store's bounds the stream takes: its owner, else the client's address (when the
+   * server adapter knows it). One client's streams are evicted before anyone else's.
+   */
+  client?: string | undefined;
 }
 
 /**
@@ -38,6 +49,11 @@ export interface ResumeSubscription {
   frames: AsyncIterable<StoredFrame>;
   /** How the stream ended (call after `frames` is exhausted). */
   status(): StoredStatus;
+  /**
+   * The seq of the last frame the producer wrote, when the store recorded it with the ending (Redis):
+   * a reader that got fewer knows frames were lost on the way (call after `frames` is exhausted).
+   */
+  endSeq?(): number | undefined;
 }
 
 /**
@@ -50,10 +66,17 @@ export interface ResumeStore {
   append(streamId: string, frame: StoredFrame): void;
   close(streamId: string, status: ClosingStatus): Promise<void>;
   /**
-   * Frames after `afterSeq`. Resolves undefined when the stream is unknown or expired, and throws a
-   * `ResumeGapError` when frames the client needs were already dropped by the store's bounds.
+   * Frames after `afterSeq`. Resolves undefined when the stream is unknown or expired, or was opened by
+   * another owner than `owner` (told apart from an unknown stream by nothing); throws a
+   * `ResumeGapError` when frames the client needs were already dropped by the store's bounds, and a
+   * `NoSuchEventError` when `afterSeq` is past the last frame written.
    */
-  subscribe(streamId: string, afterSeq: number, signal: AbortSignal): Promise<ResumeSubscription | undefined>;
+  subscribe(
+    streamId: string,
+    afterSeq: number,
+    signal: AbortSignal,
+    owner?: string | undefined,
+  ): Promise<ResumeSubscription | undefined>;
   /** Frees resources (timers, connections). */
   shutdown(): Promise<void>;
 }
@@ -67,16 +90,42 @@ export class ResumeGapError extends Error {
   }
 }
 
+/** A resume from an id the stream never wrote (past its last frame, finished or live). */
+export class NoSuchEventError extends Error {
+  readonly lastSeq: number;
+  constructor(lastSeq: number) {
+    super(`no such event: the stream's last event is number ${lastSeq}`);
+    this.name = 'NoSuchEventError';
+    this.lastSeq = lastSeq;
+  }
+}
+
+/**
+ * Whether a stream opened by `stored` may be resumed by `presented` (both undefined without keys). The
+ * strings are hex digests of equal length: compared without an early exit all the same.
+ */
+export function ownerMatches(stored: string | undefined, presented: string | undefined): boolean {
+  if (stored === undefined || presented === undefined) return stored === presented;
+  if (stored.length !== presented.length) return false;
+  let diff = 0;
+  for (let i = 0; i < stored.length; i++) diff |= stored.charCodeAt(i) ^ presented.charCodeAt(i);
+  return diff === 0;
+}
+
 /** SSE ids the gateway writes: `<streamId>.<seq>`. */
 export function formatEventId(streamId: string, seq: number): string {
   return `${streamId}.${seq}`;
 }
 
+/**
+ * The parts of an id the gateway wrote. The sequence number is plain decimal as written (`0`, or digits
+ * not starting with 0, at most 15 of them): `Number()` would take `''`, `0x5`, `1e3` and ` 5` too.
+ */
 export function parseEventId(id: string): { streamId: string; seq: number } | undefined {
   const dot = id.lastIndexOf('.');
   if (dot <= 0) return undefined;
-  const seq = Number(id.slice(dot + 1));
+  const digits = id.slice(dot + 1);
   const streamId = id.slice(0, dot);
-  if (!Number.isInteger(seq) || seq < 0 || !/^[A-Za-z0-9_-]{1,64}$/.test(streamId)) return undefined;
-  return { streamId, seq };
+  if (!/^(?:0|[1-9][0-9]{0,14})$/.test(digits) || !/^[A-Za-z0-9_-]{1,64}$/.test(streamId)) return undefined;
+  return { streamId, seq: Number(digits) };
 }

@@ -114,10 +114,11 @@ describe('bench against the simulator: reports the configured TTFT and TPOT at p
 });
 
 describe('scheduling', () => {
-  it('keeps its own lag small with 1000 streams in flight', async () => {
-    // The simulator's fetch handler in-process: this measures the bench's scheduling and the client's
-    // decoding at 1000 streams, not the kernel's and undici's cost of opening 1000 connections (about
-    // 1-2 ms of CPU each here, measured on its own in the closing note).
+  it('runs 1000 streams in flight to completion and reports the schedule lag of each', async () => {
+    // Functional only: how small the lag stays is a speed figure, measured by `npm run bench`
+    // (bench/run-level-lag.ts, a verdict line in bench/RESULTS.md), never asserted in a timed test.
+    // The simulator's fetch handler in-process: this exercises the bench's scheduling and the client's
+    // decoding at 1000 streams, not the kernel's and undici's cost of opening 1000 connections.
     const local = createSim({ timing: { ttftMs: 1800, tokensPerSecond: 10, jitter: 0, loadMs: 0 } });
     const target = {
       url: 'http://sim.internal/v1/chat/completions',
@@ -130,23 +131,21 @@ describe('scheduling', () => {
       outputTokens: { min: 3, max: 3 },
     });
     await runLevel({ target, load: { kind: 'closed', concurrency: 2 }, workload, requests: 2 }).done;
-    // 1000 streams started over 1.5 s, each living ~2 s: all 1000 are in flight after the 1.5 s mark.
     const result = await runLevel({
       target,
       load: { kind: 'closed', concurrency: 1000, rampUpMs: 1500 },
       workload,
       requests: 1000,
     }).done;
+    assert.equal(result.counts.sent, 1000);
     assert.equal(result.counts.truncated, 1000, JSON.stringify(result.errors));
-    const peak = Math.max(...result.charts.timeline.concurrency);
-    assert.ok(peak > 900, `peak streams in flight ${peak}`);
     const lag = result.metrics.lag;
     assert.equal(lag.count, 1000);
-    // Generous for a shared 2-core machine under other load (a scheduler that serialized its sends
-    // would be seconds late); the closing note has the figures of a quiet run.
-    assert.ok(lag.p50 < 250 && lag.p99 < 1000, `schedule lag p50 ${lag.p50} ms, p99 ${lag.p99} ms`);
-    const ttft = result.metrics.ttft.p50;
-    assert.ok(ttft >= 1800 && ttft < 1800 + 1000, `TTFT p50 ${ttft}`);
+    for (const figure of [lag.p50, lag.p99, lag.max])
+      assert.ok(Number.isFinite(figure) && figure >= 0, `lag figure ${figure}`);
+    assert.ok(lag.p50 <= lag.p99 && lag.p99 <= lag.max);
+    // Never before the simulator's configured first token (a lower bound, not a speed figure).
+    assert.ok(result.metrics.ttft.p50 >= 1800, `TTFT p50 ${result.metrics.ttft.p50}`);
   });
 
   it('open loop: Poisson arrivals come at about the asked rate, measured from their scheduled time', async () => {

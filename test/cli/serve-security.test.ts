@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { SERVE_HELP } from '../../src/cli/commands/serve.ts';
 import { startRedis, type TestRedis } from '../helpers/redis-server.ts';
 import { readSse } from '../helpers/sse-read.ts';
 import { startServe } from './cli-helpers.ts';
@@ -120,6 +123,99 @@ describe('tokenwire serve: security flags', () => {
       const bad = startServe(args);
       await assert.rejects(bad.started, /exited with 2/, args.join(' '));
       assert.match(bad.err(), /error:/);
+    }
+  });
+});
+
+/** GET with a Host of our choosing (fetch does not let a caller set Host). */
+function getWithHost(url: string, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(url, { headers: { host, origin: `http://${host}` } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    outgoing.on('error', reject);
+    outgoing.end();
+  });
+}
+
+describe('tokenwire serve: hardening flags (issue 21)', () => {
+  it('lists --body-timeout-ms, --max-connections and --allowed-host in --help', () => {
+    for (const flag of ['--body-timeout-ms N', '--max-connections N', '--allowed-host HOST'])
+      assert.ok(SERVE_HELP.includes(flag), flag);
+  });
+
+  it('answers only the loopback names and the bound address when bound to loopback (DNS rebinding)', async () => {
+    const run = startServe(['--json']);
+    const info = await run.started;
+    try {
+      assert.deepEqual(info.allowedHosts, ['localhost', '127.0.0.1', '[::1]']);
+      assert.equal(info.maxConnections, 1024);
+      assert.equal(info.bodyTimeoutMs, 30000);
+      const metrics = `${String(info.url)}/metrics`;
+      const rebound = await getWithHost(metrics, 'rebind.example:18080');
+      assert.equal(rebound.status, 421);
+      assert.doesNotMatch(rebound.body, /tokenwire_/);
+      assert.equal((await getWithHost(`${String(info.url)}/healthz`, 'rebind.example')).status, 421);
+      assert.equal((await getWithHost(metrics, `localhost:${String(info.port)}`)).status, 200);
+    } finally {
+      assert.equal(await run.stop(), 0);
+    }
+
+    const extra = startServe(['--json', '--allowed-host', 'Rebind.Example']);
+    const extraInfo = await extra.started;
+    try {
+      assert.equal((await getWithHost(`${String(extraInfo.url)}/metrics`, 'rebind.example:1')).status, 200);
+      assert.equal((await getWithHost(`${String(extraInfo.url)}/metrics`, 'other.example')).status, 421);
+    } finally {
+      assert.equal(await extra.stop(), 0);
+    }
+  });
+
+  it('answers any Host when bound beyond loopback without --allowed-host', async () => {
+    const wide = startServe(['--json', '--host', '0.0.0.0']);
+    const info = await wide.started;
+    try {
+      assert.equal(info.allowedHosts, '*');
+      const got = await getWithHost(`http://127.0.0.1:${String(info.port)}/healthz`, 'gateway.lan:8080');
+      assert.equal(got.status, 200);
+    } finally {
+      assert.equal(await wide.stop(), 0);
+    }
+  });
+
+  it('--body-timeout-ms answers 408 to a body that does not arrive; --max-connections 0 is a usage error', async () => {
+    const run = startServe(['--json', '--body-timeout-ms', '300']);
+    const info = await run.started;
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(info.port), '127.0.0.1');
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+        socket.write(
+          'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":',
+        );
+      });
+      assert.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+      assert.match(answer, /did not arrive within 300 ms/);
+    } finally {
+      assert.equal(await run.stop(), 0);
+    }
+    for (const args of [
+      ['--max-connections', '0'],
+      ['--body-timeout-ms', 'soon'],
+    ]) {
+      const bad = startServe(args);
+      await assert.rejects(bad.started, /exited with 2/, args.join(' '));
     }
   });
 });

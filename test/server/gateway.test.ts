@@ -133,7 +133,8 @@ describe('gateway', () => {
       await post(`${g.url}/v1/chat/completions`, chat()),
       (frames) => frames.length >= 6,
     );
-    assert.equal(first.frames.length, 6);
+    // One read may carry several frames (a loaded machine): resume after the last one received.
+    assert.ok(first.frames.length >= 6);
     const lastId = first.frames.at(-1)!.id!;
     const resumed = await readSse(
       await post(`${g.url}/v1/chat/completions`, chat(), { 'last-event-id': lastId }),
@@ -222,7 +223,7 @@ describe('gateway', () => {
         body: { model: 'sim', messages: [{ role: 'user', content: 'x' }] },
         headers: { 'x-tokenwire-fault': 'status=503' },
       }),
-      (error: unknown) => error instanceof HttpError && error.status === 502 && /503/.test(error.message),
+      (error: unknown) => error instanceof HttpError && error.status === 503 && /503/.test(error.message),
     );
   });
 

@@ -1,0 +1,131 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** A redis-server with an RDB file that can be stopped and started again on the same port and data. */
+export interface PersistentRedis {
+  url: string;
+  port: number;
+  /** `SAVE`: the snapshot a later restart comes back from. */
+  save(): Promise<void>;
+  /** SIGTERM (it writes its snapshot as it goes: `save` is configured) or SIGKILL (no snapshot). */
+  stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Starts it again from its RDB file; resolves once it answers PING (the data loaded). */
+  start(): Promise<void>;
+  /** Stops it for good and removes its directory. */
+  close(): Promise<void>;
+}
+
+const MISSING =
+  'redis-server is not installed: the Redis restart checks need it (apt-get install redis-server; .ci/run installs it)';
+
+/**
+ * A private redis-server on 127.0.0.1 that persists to an RDB file in a temporary directory (a save
+ * point it never reaches on its own, so only SAVE and a SIGTERM shutdown write it), for what a restart
+ * from a snapshot does to the resume data (test/node/redis-resume-restart.test.ts and `npm run soak`).
+ * Throws (a test fails, never skips) without redis-server.
+ */
+export async function startPersistentRedis(): Promise<PersistentRedis> {
+  const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  if (found.error !== undefined || found.status !== 0) throw new Error(MISSING);
+  const dir = mkdtempSync(join(tmpdir(), 'tokenwire-redis-'));
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  const url = `redis://127.0.0.1:${port}`;
+
+  async function start(): Promise<void> {
+    const started = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--dbfilename',
+        'dump.rdb',
+        '--save',
+        '86400 1000000',
+        '--appendonly',
+        'no',
+        '--loglevel',
+        'warning',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child = started;
+    let output = '';
+    started.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    started.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    exited = new Promise<void>((resolve) => started.once('exit', () => resolve()));
+    const deadline = Date.now() + 15000;
+    for (;;) {
+      if (started.exitCode !== null)
+        throw new Error(`redis-server exited at start-up: ${output.slice(-500)}`);
+      if (await answers(url)) return;
+      if (Date.now() > deadline)
+        throw new Error(`redis-server did not answer on port ${port}: ${output.slice(-500)}`);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+  }
+
+  async function stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  }
+
+  await start();
+  return {
+    url,
+    port,
+    save: async () => {
+      const client = new Redis(url, { maxRetriesPerRequest: 0 });
+      try {
+        await client.save();
+      } finally {
+        client.disconnect();
+      }
+    },
+    stop,
+    start,
+    close: async () => {
+      await stop('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** PING answered with PONG (not LOADING: the data is in). */
+async function answers(url: string): Promise<boolean> {
+  const client = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
