@@ -14,6 +14,11 @@ export interface FaultPreset {
   idleMs: number;
   /** What the person will see. */
   hint: string;
+  /**
+   * Read the simulator's own bytes (`/sim/<path>`) rather than the gateway's re-encoding: a wire-level
+   * fault only shows there.
+   */
+  raw?: boolean;
 }
 
 /** The client's idle timeout unless a preset says otherwise: generous, for real servers' cold starts. */
@@ -45,16 +50,26 @@ export const FAULT_PRESETS: readonly FaultPreset[] = [
   {
     id: 'split-utf8',
     label: 'Split UTF-8',
-    spec: 'split-utf8',
+    spec: 'split-utf8,multilingual',
     idleMs: DEFAULT_IDLE_MS,
-    hint: 'Every write is split inside multi-byte characters; a correct client still shows every character.',
+    raw: true,
+    hint: 'Every write is split inside multi-byte characters (the answer in every script); a correct client still shows every character.',
   },
   {
     id: 'keepalives',
     label: 'Keepalives',
     spec: 'keepalive=300,stall=3000,stall-after=6',
     idleMs: DEFAULT_IDLE_MS,
-    hint: 'A 3 s pause filled with keepalive comments (the gateway writes its own after --keepalive-ms of silence).',
+    raw: true,
+    hint: 'A 3 s pause filled with keepalive comments every 300 ms.',
+  },
+  {
+    id: 'no-done',
+    label: 'No terminal event',
+    spec: 'no-done',
+    idleMs: DEFAULT_IDLE_MS,
+    raw: true,
+    hint: "The stream ends without [DONE] (or the dialect's terminal event): the answer may look whole, but it is not known to be.",
   },
   {
     id: 'slow',
@@ -75,4 +90,15 @@ export const FAULT_PRESETS: readonly FaultPreset[] = [
 
 export function findPreset(id: string): FaultPreset | undefined {
   return FAULT_PRESETS.find((preset) => preset.id === id);
+}
+
+/** What a preset sets, in words ("Sets fault spec … · Max tokens 12 · Idle timeout 2000 ms"). */
+export function presetSummary(preset: FaultPreset): string {
+  const parts = [preset.spec === '' ? 'no fault' : `fault spec ${preset.spec}`];
+  parts.push(
+    preset.maxTokens === undefined ? 'max tokens: server default' : `max tokens ${preset.maxTokens}`,
+  );
+  parts.push(`idle timeout ${preset.idleMs} ms`);
+  parts.push(preset.raw === true ? "reads the simulator's own bytes" : 'through the gateway');
+  return `Sets ${parts.join(' · ')}.`;
 }

@@ -2,7 +2,7 @@ import type { Distribution, HistogramBin } from './latency-histogram.ts';
 import type { LevelResult } from './level-recorder.ts';
 import { GOODPUT_NAMES, METRIC_NAMES } from './metric-names.ts';
 import { formatSlo } from './slo.ts';
-import { formatDuration, formatValue } from './text-report.ts';
+import { formatDuration, formatValue, rowsFor, UNKNOWN_LOAD } from './text-report.ts';
 
 export interface HtmlReportInput {
   /** What was benchmarked, shown in the heading (a URL is shown without its scheme). */
@@ -60,10 +60,12 @@ table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{padding:3px 10px;border-bottom:1px solid #eef1f5;text-align:right;white-space:nowrap}
 th{background:#f6f8fb;font-weight:600}td.l,th.l{text-align:left}td.alias{color:#475467;text-align:left;white-space:normal}
 .charts{display:flex;flex-wrap:wrap;gap:16px}.chart{border:1px solid #eef1f5;border-radius:6px;padding:8px}
+.sweep .chart{flex:1 1 480px;min-width:0}.sweep svg{display:block;width:100%;height:auto}td.unknown{color:#667085;font-style:italic}
 svg text{font:11px system-ui,sans-serif;fill:#475467}svg .title{font-size:13px;font-weight:600;fill:#1d2330}
 svg .bar{fill:#4e79a7}svg .bar:hover{fill:#2b5d8f}svg .axis{stroke:#98a2b3;stroke-width:1}
 svg .grid{stroke:#eef1f5;stroke-width:1}svg .l1{fill:none;stroke:#4e79a7;stroke-width:2}
 svg .l2{fill:none;stroke:#f28e2b;stroke-width:1.5;stroke-dasharray:4 3}svg .l3{fill:none;stroke:#e15759;stroke-width:1.5}
+svg .p1{fill:#4e79a7}svg .p2{fill:#f28e2b}svg .p3{fill:#e15759}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:14px;height:3px;vertical-align:middle;margin-right:4px}
 code{font-size:12px;background:#f6f8fb;padding:1px 4px;border-radius:3px}
 `;
@@ -91,7 +93,7 @@ function sweepSection(levels: readonly LevelResult[]): string {
   return `<h2>Sweep</h2>
 <table><tr><th class="l">load</th><th>ok</th><th>bad</th><th>req/s</th><th>out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th><th>ITL p99</th><th>E2E p50</th><th>lag p99</th><th>goodput</th></tr>
 ${rows}</table>
-<div class="chart">${sweepChart(levels)}</div>`;
+<div class="charts sweep"><div class="chart" data-chart="sweep">${sweepChart(levels)}</div><div class="chart" data-chart="throughput-latency">${throughputLatencyChart(levels)}</div></div>`;
 }
 
 function levelSection(r: LevelResult, index: number): string {
@@ -132,15 +134,16 @@ function levelSection(r: LevelResult, index: number): string {
         .join('')}</table>`,
     );
   }
-  const rows = METRIC_NAMES.filter(
-    (name) =>
-      !['queue', 'load', 'promptEval', 'firstToken'].includes(name.key) || r.metrics[name.key].count > 0,
-  )
+  const rows = rowsFor(r)
     .map((name) => {
       const d: Distribution = r.metrics[name.key];
-      const cells = (['p50', 'p90', 'p95', 'p99', 'max'] as const)
-        .map((k) => `<td>${formatValue(d[k], name.unit)}</td>`)
-        .join('');
+      // A load time the server does not report is unknown, not a row of zeros.
+      const cells =
+        d.count === 0 && name.key === 'load'
+          ? `<td colspan="5" class="l unknown">${esc(UNKNOWN_LOAD)}</td>`
+          : (['p50', 'p90', 'p95', 'p99', 'max'] as const)
+              .map((k) => `<td>${formatValue(d[k], name.unit)}</td>`)
+              .join('');
       return `<tr><td class="l" title="${esc(name.definition)}">${esc(name.name)} <small>(${name.unit})</small></td>${cells}<td>${
         d.count
       }</td><td class="alias">${esc(name.vllm)}</td><td class="alias">${esc(name.aiperf)}</td><td class="alias">${esc(
@@ -194,22 +197,64 @@ const W = 520;
 const H = 250;
 const M = { left: 56, right: 16, top: 28, bottom: 44 };
 
-function niceTicks(max: number, count = 4): number[] {
+/** A round step near `raw`: 1, 2 or 5 times a power of ten. */
+function roundStep(raw: number): number {
+  const power = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= raw * 0.9999) ?? raw;
+}
+
+/** A multiple of `step` without the float noise of `i * step` (0.30000000000000004). */
+function clean(value: number, step: number): number {
+  const decimals = Math.max(0, -Math.floor(Math.log10(step)) + 1);
+  return Number(value.toFixed(decimals));
+}
+
+/**
+ * Ticks from 0 at a round step (1, 2 or 5 × 10^n), the last at or above `max`; whole numbers only for
+ * counts (`integer`: no "1.5 requests"). Exported for tests.
+ */
+export function niceTicks(max: number, count = 4, integer = false): number[] {
   if (!(max > 0)) return [0];
-  const raw = max / count;
-  const step = 10 ** Math.floor(Math.log10(raw));
-  const nice = [1, 2, 2.5, 5, 10].map((m) => m * step).find((s) => s >= raw) ?? raw;
+  const step = integer ? Math.max(1, roundStep(max / count)) : roundStep(max / count);
   const ticks: number[] = [0];
   // The last tick is at or above the maximum, so nothing is drawn past the top of the plot.
-  while ((ticks.at(-1) as number) < max * 0.9999) ticks.push(ticks.length * nice);
+  while ((ticks.at(-1) as number) < max * 0.9999) ticks.push(clean(ticks.length * step, step));
   return ticks;
 }
 
+/**
+ * Round ticks inside [low, high]: multiples of a round step on a linear axis; 1, 2, 5 × 10^n on a log
+ * axis (only 1 × 10^n when that gives enough). Exported for tests.
+ */
+export function axisTicks(low: number, high: number, log: boolean, count = 5): number[] {
+  if (!(high > low)) return Number.isFinite(low) ? [low] : [];
+  if (log && low > 0) {
+    const out: number[] = [];
+    for (const multiples of [[1], [1, 2, 5], [1, 2, 3, 5, 7]]) {
+      out.length = 0;
+      for (let power = Math.floor(Math.log10(low)); 10 ** power <= high; power++) {
+        for (const m of multiples) {
+          const value = clean(m * 10 ** power, 10 ** power);
+          if (value >= low * 0.9999 && value <= high * 1.0001) out.push(value);
+        }
+      }
+      if (out.length >= 3) break;
+    }
+    return out;
+  }
+  const step = roundStep((high - low) / count);
+  const out: number[] = [];
+  for (let value = Math.ceil(low / step - 1e-9) * step; value <= high * 1.0001 + 1e-12; value += step)
+    out.push(clean(value, step));
+  return out;
+}
+
+/** A tick label: ticks are round, so a round number is written as it is (`0.05`, `250`, `1.5k`). */
 function shortNumber(v: number): string {
-  if (v >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
+  if (v >= 1e6) return `${Number((v / 1e6).toFixed(1))}M`;
   if (v >= 1e4) return `${(v / 1e3).toFixed(0)}k`;
-  if (v >= 1000) return `${(v / 1e3).toFixed(1)}k`;
-  return Number.isInteger(v) ? String(v) : formatValue(v);
+  if (v >= 1000) return `${Number((v / 1e3).toFixed(1))}k`;
+  return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(3)));
 }
 
 function empty(title: string): string {
@@ -229,7 +274,7 @@ function barChart(
   const plotW = W - M.left - M.right;
   const plotH = H - M.top - M.bottom;
   const maxCount = Math.max(...bins.map((b) => b.count));
-  const ticks = niceTicks(maxCount);
+  const ticks = niceTicks(maxCount, 4, true);
   const top = ticks.at(-1) ?? maxCount;
   const y = (v: number) => M.top + plotH - (v / (top || 1)) * plotH;
   const bw = plotW / bins.length;
@@ -258,18 +303,6 @@ function barChart(
       )}" height="${Math.max(0, h).toFixed(1)}"><title>${formatValue(bin.from)}-${formatValue(bin.to)} ms: ${bin.count}</title></rect>`,
     );
   });
-  // x labels at a few bin edges (log or linear, as the bins are)
-  const labelEvery = Math.max(1, Math.round(bins.length / 5));
-  for (let i = 0; i <= bins.length; i += labelEvery) {
-    const value = i < bins.length ? (bins[i] as HistogramBin).from : (bins.at(-1) as HistogramBin).to;
-    const x = M.left + i * bw;
-    out.push(
-      `<line class="axis" x1="${x.toFixed(1)}" x2="${x.toFixed(1)}" y1="${M.top + plotH}" y2="${M.top + plotH + 4}"/><text x="${x.toFixed(
-        1,
-      )}" y="${M.top + plotH + 16}" text-anchor="middle">${formatValue(value)}</text>`,
-    );
-  }
-  // percentile markers
   const low = (bins[0] as HistogramBin).from;
   const high = (bins.at(-1) as HistogramBin).to;
   // Log-spaced bins widen as they go; linear ones keep one width.
@@ -280,6 +313,16 @@ function barChart(
     const f = logScale ? Math.log(v / low) / Math.log(high / low) : (v - low) / (high - low || 1);
     return M.left + Math.min(1, Math.max(0, f)) * plotW;
   };
+  // x labels at round values (not at the bin edges, which fall anywhere), placed on the bins' scale.
+  for (const value of axisTicks(low, high, logScale)) {
+    const x = xOf(value);
+    out.push(
+      `<line class="axis" x1="${x.toFixed(1)}" x2="${x.toFixed(1)}" y1="${M.top + plotH}" y2="${M.top + plotH + 4}"/><text class="tick" x="${x.toFixed(
+        1,
+      )}" y="${M.top + plotH + 16}" text-anchor="middle">${shortNumber(value)}</text>`,
+    );
+  }
+  // percentile markers
   const markers = [
     ['p50', d.p50, M.top + 10],
     ['p99', d.p99, M.top + 24],
@@ -329,7 +372,7 @@ function timelineChart(r: LevelResult): string {
   const ticks = niceTicks(maxTokens);
   const top = ticks.at(-1) ?? maxTokens;
   const maxConc = Math.max(1, ...t.concurrency);
-  const concTicks = niceTicks(maxConc);
+  const concTicks = niceTicks(maxConc, 4, true);
   const concTop = concTicks.at(-1) ?? maxConc;
   const n = tokens.length;
   const x = (i: number) => M.left + (n === 1 ? plotW / 2 : ((i + 0.5) / n) * plotW);
@@ -424,6 +467,92 @@ function sweepChart(levels: readonly LevelResult[]): string {
   });
   out.push(
     `<line class="axis" x1="${M.left}" x2="${M.left + plotW}" y1="${M.top + plotH}" y2="${M.top + plotH}"/></svg>`,
+  );
+  out.push(
+    `<div class="legend">${series
+      .map(
+        (s) =>
+          `<span><i class="sw" style="background:${s.cls === 'l1' ? '#4e79a7' : s.cls === 'l2' ? '#f28e2b' : '#e15759'}"></i>${s.name}</span>`,
+      )
+      .join('')}</div>`,
+  );
+  return out.join('');
+}
+
+/**
+ * The capacity planner's plot: for each level of the sweep, output throughput (x) against latency (y:
+ * TTFT p50 and p99, TPOT p50), points joined in the sweep's order and labelled with the level. Where
+ * the curve turns up, more load buys latency, not throughput.
+ */
+function throughputLatencyChart(levels: readonly LevelResult[]): string {
+  const title = 'Throughput vs latency (one point per level)';
+  const series = [
+    { name: 'TTFT p50', cls: 'l1', dot: 'p1', values: levels.map((l) => l.metrics.ttft.p50) },
+    { name: 'TTFT p99', cls: 'l3', dot: 'p3', values: levels.map((l) => l.metrics.ttft.p99) },
+    { name: 'TPOT p50', cls: 'l2', dot: 'p2', values: levels.map((l) => l.metrics.tpot.p50) },
+  ];
+  const throughput = levels.map((l) => l.throughput.outputTokensPerSecond);
+  const all = series.flatMap((s) => s.values).filter((v) => Number.isFinite(v));
+  if (all.length === 0 || !throughput.some((v) => v > 0)) return empty(title);
+  const plotW = W - M.left - M.right;
+  const plotH = H - M.top - M.bottom;
+  const xTicks = niceTicks(Math.max(...throughput), 5);
+  const right = xTicks.at(-1) ?? 1;
+  const yTicks = niceTicks(Math.max(...all));
+  const top = yTicks.at(-1) ?? 1;
+  const x = (v: number) => M.left + (v / (right || 1)) * plotW;
+  const y = (v: number) => M.top + plotH - (v / (top || 1)) * plotH;
+  const out: string[] = [
+    `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${title}"><text class="title" x="${M.left}" y="18">${title}</text>`,
+  ];
+  for (const v of yTicks)
+    out.push(
+      `<line class="grid" x1="${M.left}" x2="${M.left + plotW}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}"/><text x="${
+        M.left - 6
+      }" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${shortNumber(v)}</text>`,
+    );
+  for (const v of xTicks)
+    out.push(
+      `<line class="axis" x1="${x(v).toFixed(1)}" x2="${x(v).toFixed(1)}" y1="${M.top + plotH}" y2="${M.top + plotH + 4}"/><text class="tick" x="${x(
+        v,
+      ).toFixed(1)}" y="${M.top + plotH + 16}" text-anchor="middle">${shortNumber(v)}</text>`,
+    );
+  for (const s of series) {
+    const points = levels.flatMap((_, i) =>
+      Number.isFinite(s.values[i]) ? [[x(throughput[i] as number), y(s.values[i] as number)] as const] : [],
+    );
+    if (points.length > 1)
+      out.push(
+        `<polyline class="${s.cls}" points="${points.map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(' ')}"/>`,
+      );
+    levels.forEach((level, i) => {
+      const v = s.values[i] as number;
+      if (!Number.isFinite(v)) return;
+      out.push(
+        `<circle class="${s.dot}" cx="${x(throughput[i] as number).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3"><title>${esc(
+          level.label,
+        )}: ${formatValue(throughput[i] as number)} tok/s, ${s.name} ${formatValue(v)} ms</title></circle>`,
+      );
+    });
+  }
+  // Each level named once, above its highest point.
+  levels.forEach((level, i) => {
+    const values = series.map((s) => s.values[i] as number).filter((v) => Number.isFinite(v));
+    if (values.length === 0) return;
+    out.push(
+      `<text class="level" x="${x(throughput[i] as number).toFixed(1)}" y="${(
+        y(Math.max(...values)) - 7
+      ).toFixed(
+        1,
+      )}" text-anchor="middle">${esc(level.label.replace(/^concurrency /, 'c=').replace(/^rate /, 'r='))}</text>`,
+    );
+  });
+  out.push(
+    `<line class="axis" x1="${M.left}" x2="${M.left + plotW}" y1="${M.top + plotH}" y2="${M.top + plotH}"/><text x="${
+      M.left + plotW / 2
+    }" y="${H - 8}" text-anchor="middle">output tokens / s (all streams)</text><text x="12" y="${M.top + plotH / 2}" transform="rotate(-90 12 ${
+      M.top + plotH / 2
+    })" text-anchor="middle">latency (ms)</text></svg>`,
   );
   out.push(
     `<div class="legend">${series

@@ -25,10 +25,12 @@ export type { ReportStyle } from './text-report.ts';
 export { formatDuration, formatLevel, formatNameNotes, formatSweep, formatValue } from './text-report.ts';
 export type { TimelineSeries } from './timeline.ts';
 export { Timeline } from './timeline.ts';
-export type { Prompt, TokenRange, Workload, WorkloadOptions } from './workload.ts';
+export type { DatasetEntry, Prompt, TokenRange, Workload, WorkloadOptions } from './workload.ts';
 export {
   BUILT_IN_PROMPTS,
   createWorkload,
+  estimateTokens,
+  parseDataset,
   parsePrompts,
   parseTokenRange,
   syntheticPrompt,

@@ -171,7 +171,7 @@ export class LevelRecorder {
       const split = figures.breakdown;
       if (split !== undefined) {
         hist.queue.record(split.queueMs);
-        hist.load.record(split.loadMs);
+        if (split.loadMs !== undefined) hist.load.record(split.loadMs);
         hist.promptEval.record(split.promptEvalMs);
         hist.firstToken.record(split.firstTokenMs);
       }

@@ -18,13 +18,15 @@ export type RequestStatus = 'completed' | 'truncated' | 'incomplete' | 'failed';
  *   TTFT = schedule lag + queue + load + prompt eval + first-token decode
  *
  * - `firstTokenMs`: one decode step, estimated as `evalMs / evalTokens` (0 when not reported);
+ * - `loadMs`: undefined when the server reports none (llama.cpp, TGI): unknown, never shown as 0;
  * - `queueMs`: the rest, `TTFT from the actual send - load - prompt eval - first-token decode`, floored
  *   at 0: time waiting in the server's queue plus the network both ways — whatever the server's own
  *   timings do not explain. The schedule lag (the bench's own delay) is reported on its own.
  */
 export interface TtftBreakdown {
   queueMs: number;
-  loadMs: number;
+  /** Undefined when the server reports no load time (llama.cpp, TGI): unknown, not zero. */
+  loadMs?: number | undefined;
   promptEvalMs: number;
   firstTokenMs: number;
 }
@@ -66,14 +68,20 @@ export function ttftBreakdown(
 ): TtftBreakdown | undefined {
   if (timings === undefined) return undefined;
   if (timings.loadMs === undefined && timings.promptEvalMs === undefined) return undefined;
-  const loadMs = timings.loadMs ?? 0;
+  // Ollama leaves `load_duration` out when it is 0 (Go's omitempty) but always sends `total_duration`:
+  // there, absent means 0. Elsewhere (llama.cpp, TGI) no load time is reported at all: unknown.
+  const ollama = typeof timings.raw === 'object' && timings.raw !== null && 'total_duration' in timings.raw;
+  const loadMs = timings.loadMs ?? (ollama ? 0 : undefined);
   const promptEvalMs = timings.promptEvalMs ?? 0;
   const firstTokenMs =
     timings.evalMs !== undefined && timings.evalTokens !== undefined && timings.evalTokens > 0
       ? timings.evalMs / timings.evalTokens
       : 0;
-  const queueMs = Math.max(0, ttftFromSendMs - loadMs - promptEvalMs - firstTokenMs);
-  return { queueMs, loadMs, promptEvalMs, firstTokenMs };
+  // An unreported load time stays in the queue figure (it is part of what the timings do not explain).
+  const queueMs = Math.max(0, ttftFromSendMs - (loadMs ?? 0) - promptEvalMs - firstTokenMs);
+  const split: TtftBreakdown = { queueMs, promptEvalMs, firstTokenMs };
+  if (loadMs !== undefined) split.loadMs = loadMs;
+  return split;
 }
 
 /** The status of a Result: only a complete one counts as completed. */

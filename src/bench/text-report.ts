@@ -48,14 +48,22 @@ const COLUMNS = ['p50', 'p90', 'p95', 'p99', 'max'] as const;
 /** Schedule lag (p99, ms) above which the report says the bench itself was the bottleneck. */
 export const LATE_MS = 5;
 
-/** The rows a level shows: the main metrics, and the TTFT split only where the server reported it. */
-function rowsFor(result: LevelResult): MetricName[] {
+/**
+ * The rows a level shows: the main metrics, and the TTFT split only where the server reported it. The
+ * model-load row stays with the split even when the server reports no load time: it then reads unknown.
+ */
+export function rowsFor(result: LevelResult): MetricName[] {
+  const split = result.metrics.queue.count > 0;
   return METRIC_NAMES.filter((name) => {
     const d = result.metrics[name.key];
-    if (['queue', 'load', 'promptEval', 'firstToken'].includes(name.key)) return d.count > 0;
+    if (name.key === 'load') return split || d.count > 0;
+    if (['queue', 'promptEval', 'firstToken'].includes(name.key)) return d.count > 0;
     return true;
   });
 }
+
+/** What the model-load row says when the server reports no load time. */
+export const UNKNOWN_LOAD = 'unknown (the server reports no load time)';
 
 /**
  * One level as text: what was sent and how it ended, throughput, then a table with p50/p90/p95/p99/
@@ -112,9 +120,14 @@ export function formatLevel(result: LevelResult, style: ReportStyle = PLAIN): st
   const rows = rowsFor(result);
   const header = ['metric', ...COLUMNS, 'vLLM bench', 'AIPerf', 'GuideLLM'];
   const table: string[][] = [header];
+  const unknown: string[] = [];
   for (const row of rows) {
     const d: Distribution = result.metrics[row.key];
     const unit = row.unit === 'tokens' ? '' : ` (${row.unit})`;
+    if (d.count === 0 && row.key === 'load') {
+      unknown.push(`${row.name}${unit}`);
+      continue;
+    }
     table.push([
       `${row.name}${unit}`,
       ...COLUMNS.map((column) => formatValue(d[column], row.unit)),
@@ -131,6 +144,8 @@ export function formatLevel(result: LevelResult, style: ReportStyle = PLAIN): st
       .trimEnd();
     lines.push(`  ${rowIndex === 0 ? style.bold(text) : text}`);
   });
+  // Not a row of zeros: a figure the server does not report is unknown.
+  for (const name of unknown) lines.push(`  ${name.padEnd(widths[0]!)}  ${style.dim(UNKNOWN_LOAD)}`);
   return `${lines.join('\n')}\n`;
 }
 

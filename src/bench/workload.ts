@@ -20,11 +20,23 @@ export interface Workload {
   readonly warnings: readonly string[];
 }
 
+/** One request of a dataset: its prompt, and the output length its recorded answer had (if any). */
+export interface DatasetEntry {
+  prompt: Prompt;
+  /** The recorded answer's length in tokens (estimated): the request's output cap, as vLLM bench does. */
+  outputTokens?: number | undefined;
+}
+
 export interface WorkloadOptions {
   dialect: DialectId;
   model?: string | undefined;
   /** Prompts to cycle through in order; default the built-in set. */
   prompts?: readonly Prompt[] | undefined;
+  /**
+   * A dataset (`parseDataset`) to cycle through in order, instead of `prompts`: each entry's recorded
+   * answer length is its output cap unless `outputTokens` is given.
+   */
+  dataset?: readonly DatasetEntry[] | undefined;
   /** Synthetic prompts of about this many tokens, different for every request (instead of `prompts`). */
   inputTokens?: TokenRange | undefined;
   /** The output cap (max tokens) per request. */
@@ -147,6 +159,117 @@ function messagesOf(list: unknown[]): ChatMessage[] | undefined {
   return out.length === 0 ? undefined : out;
 }
 
+/** Tokens in a text, without a tokenizer: about 4 characters a token in English (OpenAI's rule of thumb). */
+export function estimateTokens(text: string): number {
+  return Math.max(1, Math.round(text.length / 4));
+}
+
+const SHAREGPT_ROLES: Record<string, ChatMessage['role']> = {
+  human: 'user',
+  user: 'user',
+  gpt: 'assistant',
+  assistant: 'assistant',
+  chatgpt: 'assistant',
+  bard: 'assistant',
+  bing: 'assistant',
+  model: 'assistant',
+  system: 'system',
+};
+
+/**
+ * One ShareGPT record (`{"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}]}`)
+ * as vLLM bench samples it: the first user turn is the prompt (after a leading system turn, if any),
+ * and the assistant reply that follows gives the output length. Undefined when there is no user turn.
+ */
+function shareGptEntry(turns: unknown[]): DatasetEntry | undefined {
+  const messages: ChatMessage[] = [];
+  for (const turn of turns) {
+    if (typeof turn !== 'object' || turn === null) return undefined;
+    const { from, value } = turn as { from?: unknown; value?: unknown };
+    const role = typeof from === 'string' ? SHAREGPT_ROLES[from.toLowerCase()] : undefined;
+    if (role === undefined || typeof value !== 'string') return undefined;
+    if (messages.length > 0 && messages.at(-1)?.role === 'user') {
+      // The reply to the first user turn: its length is the output cap.
+      if (role !== 'assistant') break;
+      return { prompt: messages, outputTokens: estimateTokens(value) };
+    }
+    if (role === 'assistant') return undefined;
+    messages.push({ role, content: value });
+  }
+  return messages.some((m) => m.role === 'user') ? { prompt: messages } : undefined;
+}
+
+function datasetEntryOf(value: unknown): DatasetEntry | undefined {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const record = value as Record<string, unknown>;
+    const turns = record.conversations ?? record.conversation;
+    if (Array.isArray(turns)) return shareGptEntry(turns);
+  }
+  const prompt = promptOf(value);
+  if (prompt === undefined) return undefined;
+  const record = value as Record<string, unknown> | null;
+  const entry: DatasetEntry = { prompt };
+  // GuideLLM-style columns for the answer length, when the record gives one.
+  for (const key of ['output_tokens', 'output_len', 'max_tokens']) {
+    const n = typeof record === 'object' && record !== null ? record[key] : undefined;
+    if (typeof n === 'number' && Number.isInteger(n) && n > 0) {
+      entry.outputTokens = n;
+      break;
+    }
+  }
+  return entry;
+}
+
+/**
+ * A dataset file, as vLLM bench and GuideLLM take them: a JSON array (ShareGPT's own files are one) or
+ * JSON Lines, of ShareGPT conversations (`{"conversations": [{"from": "human", "value": ...}, ...]}`),
+ * prompts (`{"prompt": ...}`, `{"text": ...}`, a JSON string, `{"messages": [...]}`), or plain lines of
+ * text. Records it cannot use (no user turn, a reply first) are skipped and counted; a file with
+ * nothing usable is a RangeError.
+ */
+export function parseDataset(text: string): { entries: DatasetEntry[]; skipped: number } {
+  const trimmed = text.trim();
+  let records: unknown[] | undefined;
+  if (trimmed.startsWith('[')) {
+    try {
+      const value = JSON.parse(trimmed) as unknown;
+      if (Array.isArray(value)) records = value;
+    } catch {
+      // Not one JSON array: JSON Lines whose first line is an array of turns.
+    }
+  }
+  const entries: DatasetEntry[] = [];
+  let skipped = 0;
+  if (records === undefined) {
+    records = [];
+    const lines = text.split(/\r?\n/);
+    for (let i = 0; i < lines.length; i++) {
+      const line = (lines[i] as string).trim();
+      if (line === '') continue;
+      const first = line[0];
+      if (first !== '{' && first !== '[' && first !== '"') {
+        records.push(line);
+        continue;
+      }
+      try {
+        records.push(JSON.parse(line) as unknown);
+      } catch (error) {
+        throw new RangeError(`line ${i + 1}: not valid JSON (${(error as Error).message})`);
+      }
+    }
+  }
+  for (const record of records) {
+    const entry = datasetEntryOf(record);
+    if (entry === undefined) skipped += 1;
+    else entries.push(entry);
+  }
+  if (entries.length === 0)
+    throw new RangeError(
+      `the dataset holds no usable record${skipped > 0 ? ` (${skipped} skipped)` : ''}: want ShareGPT {"conversations": [{"from": "human", "value": "..."}, ...]}, {"prompt": "..."} or a JSON string per record`,
+    );
+  return { entries, skipped };
+}
+
 /** Dialects whose servers take `ignore_eos` (vLLM, SGLang and llama-server on every route they serve). */
 const IGNORE_EOS_DIALECTS: ReadonlySet<DialectId> = new Set([
   'openai-chat',
@@ -160,7 +283,8 @@ export function createWorkload(options: WorkloadOptions): Workload {
   const warnings: string[] = [];
   const output = options.outputTokens;
   const input = options.inputTokens;
-  const prompts = options.prompts ?? BUILT_IN_PROMPTS;
+  const dataset = options.dataset;
+  const prompts = dataset?.map((entry) => entry.prompt) ?? options.prompts ?? BUILT_IN_PROMPTS;
   if (prompts.length === 0) throw new RangeError('no prompts');
   let extra: Record<string, unknown> | undefined;
   if (options.ignoreEos === true) {
@@ -180,10 +304,18 @@ export function createWorkload(options: WorkloadOptions): Workload {
   const source =
     input !== undefined
       ? `synthetic prompts of ~${describeRange(input)} tokens`
-      : options.prompts !== undefined
-        ? `${prompts.length} prompt${prompts.length === 1 ? '' : 's'} from the file`
-        : `${prompts.length} built-in prompts`;
-  const cap = output === undefined ? 'the server default output cap' : `max ${describeRange(output)} tokens`;
+      : dataset !== undefined
+        ? `${dataset.length} record${dataset.length === 1 ? '' : 's'} from the dataset`
+        : options.prompts !== undefined
+          ? `${prompts.length} prompt${prompts.length === 1 ? '' : 's'} from the file`
+          : `${prompts.length} built-in prompts`;
+  const recordedCaps = output === undefined && dataset?.some((entry) => entry.outputTokens !== undefined);
+  const cap =
+    output !== undefined
+      ? `max ${describeRange(output)} tokens`
+      : recordedCaps === true
+        ? "each record's recorded answer length as the output cap (~4 characters a token)"
+        : 'the server default output cap';
   const description = `${source}, ${cap}${extra !== undefined ? ', ignore_eos' : ''}`;
 
   return {
@@ -200,6 +332,10 @@ export function createWorkload(options: WorkloadOptions): Workload {
         else request.messages = prompt;
       }
       if (output !== undefined) request.maxTokens = pick(output, index, 2);
+      else if (dataset !== undefined) {
+        const recorded = dataset[index % dataset.length]?.outputTokens;
+        if (recorded !== undefined) request.maxTokens = recorded;
+      }
       if (extra !== undefined) request.extra = extra;
       return request;
     },

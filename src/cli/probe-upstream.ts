@@ -7,7 +7,39 @@ export interface ProbeResult {
   server: 'ollama' | 'llamacpp' | 'tgi' | 'openai' | 'unknown';
   dialects: DialectId[];
   models: string[];
+  /**
+   * Set when no probe got an answer because the connection itself failed (refused, host not found,
+   * timed out): what went wrong, in words ("connection refused"). Then the server is `unknown`.
+   */
+  unreachable?: string | undefined;
 }
+
+/**
+ * A failed fetch in words, from the Node error codes in its `cause` chain ("connection refused" for
+ * ECONNREFUSED); undefined when it is not a connection failure.
+ */
+export function connectionFailure(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    const words = typeof code === 'string' ? CONNECTION_ERRORS[code] : undefined;
+    if (words !== undefined) return words;
+    if ((current as { name?: unknown }).name === 'TimeoutError') return 'no answer in time';
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+const CONNECTION_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host not found',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ECONNRESET: 'connection reset',
+  ETIMEDOUT: 'connection timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+};
 
 /**
  * Finds out what a server is by asking the endpoints only it has: Ollama's /api/tags, llama-server's
@@ -19,12 +51,19 @@ export async function probeUpstream(
   headers: Record<string, string> = {},
 ): Promise<ProbeResult> {
   const base = baseUrl.replace(/\/+$/, '');
+  let answered = false;
+  let failure: string | undefined;
   const get = async (path: string): Promise<unknown> => {
+    let response: Response;
     try {
-      const response = await fetchFn(
-        new Request(`${base}${path}`, { headers, signal: AbortSignal.timeout(3000) }),
-      );
-      if (!response.ok) return undefined;
+      response = await fetchFn(new Request(`${base}${path}`, { headers, signal: AbortSignal.timeout(3000) }));
+    } catch (error) {
+      failure ??= connectionFailure(error);
+      return undefined;
+    }
+    answered = true;
+    if (!response.ok) return undefined;
+    try {
       return await response.json();
     } catch {
       return undefined;
@@ -53,7 +92,10 @@ export async function probeUpstream(
     };
   }
   if (models.length > 0) return { server: 'openai', dialects: ['openai-chat', 'openai-completions'], models };
-  return { server: 'unknown', dialects: [], models: [] };
+  const unknown: ProbeResult = { server: 'unknown', dialects: [], models: [] };
+  // Nothing answered at all: the connection is the problem, not the kind of server.
+  if (!answered && failure !== undefined) unknown.unreachable = failure;
+  return unknown;
 }
 
 async function listOpenAiModels(get: (path: string) => Promise<unknown>): Promise<string[]> {

@@ -1,9 +1,6 @@
 import { TokenwireError } from '../errors.ts';
+import { MissingPackageError, requirePackages } from '../node/optional-package.ts';
 import { type CliIo, styleFor, UsageError } from './cli-io.ts';
-import { BENCH_HELP, benchCommand } from './commands/bench.ts';
-import { CHAT_HELP, chatCommand } from './commands/chat.ts';
-import { INSPECT_HELP, inspectCommand } from './commands/inspect.ts';
-import { SERVE_HELP, serveCommand } from './commands/serve.ts';
 
 const HELP = `Usage: tokenwire <command> [options]
 
@@ -20,12 +17,26 @@ Run "tokenwire <command> --help" for a command's options.
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 
-const COMMANDS: Record<string, { run: Command; help: string }> = {
-  serve: { run: serveCommand, help: SERVE_HELP },
-  chat: { run: chatCommand, help: CHAT_HELP },
-  inspect: { run: inspectCommand, help: INSPECT_HELP },
-  bench: { run: benchCommand, help: BENCH_HELP },
+/**
+ * Each command is loaded when run: what one needs (the bench's hdr-histogram-js, the gateway's undici…)
+ * is an optional peer dependency, and a missing one must not stop the others.
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  serve: () => import('./commands/serve.ts').then((module) => module.serveCommand),
+  chat: () => import('./commands/chat.ts').then((module) => module.chatCommand),
+  inspect: () => import('./commands/inspect.ts').then((module) => module.inspectCommand),
+  bench: () => import('./commands/bench.ts').then((module) => module.benchCommand),
 };
+
+/** Optional packages a command needs to load at all (the bench's histograms and its upstream fetch). */
+const COMMAND_PACKAGES: Record<string, readonly string[]> = { bench: ['hdr-histogram-js', 'undici'] };
+
+/** A package the loader could not find (`Cannot find package 'x' imported from …`), by name. */
+function missingPackageName(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== 'ERR_MODULE_NOT_FOUND') return undefined;
+  return /Cannot find package '([^']+)'/.exec(String((error as Error).message))?.[1];
+}
 
 /** The whole CLI as a function of its inputs: returns the exit status (0 ok, 1 failure, 2 usage). */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
@@ -45,7 +56,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return 2;
   }
   try {
-    return await command.run(rest, io);
+    let run: Command;
+    try {
+      run = await command();
+    } catch (error) {
+      const missing = missingPackageName(error);
+      if (missing === undefined) throw error;
+      // Name every package the command needs that is missing, so one install command does.
+      requirePackages(COMMAND_PACKAGES[name] ?? [], `tokenwire ${name}`);
+      throw new MissingPackageError(missing, `tokenwire ${name}`, error);
+    }
+    return await run(rest, io);
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       io.stderr.write(

@@ -1,4 +1,5 @@
 import type { Meter, TextMapPropagator, Tracer } from '@opentelemetry/api';
+import { requirePackages } from './optional-package.ts';
 
 /** What `startTelemetry` set up: hand `tracer`, `meter` and `propagator` to `createGateway({telemetry})`. */
 export interface StartedTelemetry {
@@ -36,7 +37,9 @@ type Signal = 'TRACES' | 'METRICS';
  * `OTEL_METRIC_EXPORT_INTERVAL`/`_TIMEOUT`, `OTEL_PROPAGATORS` (`tracecontext`, `baggage`, `none`),
  * `OTEL_LOG_LEVEL`. Nothing is registered globally: the caller passes the tracer and meter on.
  *
- * The SDK packages are loaded only when telemetry is on. `env` decides what is on and where it goes;
+ * The SDK packages (optional peer dependencies) are loaded only when telemetry is on; when one is not
+ * installed, this rejects with a `MissingPackageError` naming the `npm install` that fixes it. `env`
+ * decides what is on and where it goes;
  * the SDK reads the remaining details (timeouts, TLS files, sampler) from `process.env`.
  */
 export async function startTelemetry(
@@ -58,6 +61,13 @@ export async function startTelemetry(
       );
   }
 
+  // The SDK is an optional peer dependency: every package the settings need is checked before any loads.
+  const needed = ['@opentelemetry/api', '@opentelemetry/core', '@opentelemetry/resources'];
+  if (traces.length > 0) needed.push('@opentelemetry/sdk-trace-base');
+  if (traces.includes('otlp')) needed.push('@opentelemetry/exporter-trace-otlp-http');
+  if (metrics.length > 0) needed.push('@opentelemetry/sdk-metrics');
+  if (metrics.includes('otlp')) needed.push('@opentelemetry/exporter-metrics-otlp-http');
+  requirePackages(needed, 'Exporting OpenTelemetry traces and metrics (the OTEL_* settings)');
   const [api, core, resources] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/core'),

@@ -1,4 +1,4 @@
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import {
   FETCH_TAKES_INIT,
   PUSH_ONLY,
@@ -8,6 +8,27 @@ import {
   type PushSubscription,
 } from '../client/push-source.ts';
 import { LightHeaders, lightResponse } from '../server/light-headers.ts';
+import { importOptional } from './optional-package.ts';
+
+type Undici = typeof import('undici');
+
+let undici: Undici | undefined;
+let loadingUndici: Promise<Undici> | undefined;
+
+/**
+ * Loads undici (an optional peer dependency: only the upstream fetch needs it). Rejects with a
+ * `MissingPackageError` naming `npm install undici` when it is not installed. `serve --upstream` and
+ * `bench` await it at start-up; `createUndiciFetch` loads it at the first request otherwise.
+ */
+export function loadUndici(): Promise<Undici> {
+  loadingUndici ??= importOptional('undici', "tokenwire's upstream fetch", () => import('undici')).then(
+    (module) => {
+      undici = module;
+      return module;
+    },
+  );
+  return loadingUndici;
+}
 
 export interface UndiciFetchOptions {
   /** Connections per upstream origin at most. Default: no limit (a gateway relays many streams at once). */
@@ -31,13 +52,15 @@ export interface UndiciFetchOptions {
  */
 export function createUndiciFetch(options: UndiciFetchOptions = {}): (request: Request) => Promise<Response> {
   const finishDrainMs = options.finishDrainMs ?? 2000;
-  const dispatcher =
-    options.dispatcher ??
-    new Agent({
+  const agentOf = (module: Undici): Dispatcher =>
+    new module.Agent({
       connections: options.connections ?? null,
       headersTimeout: 0,
       bodyTimeout: 0,
     });
+  // undici is loaded lazily (an optional peer): the Agent is made now if it is, else at the first request.
+  let dispatcher: Dispatcher | undefined =
+    options.dispatcher ?? (undici === undefined ? undefined : agentOf(undici));
   const undiciFetch = async (input: Request | string | URL, init?: RequestInit): Promise<Response> => {
     const request = typeof input === 'string' || input instanceof URL ? undefined : input;
     const href = request?.url ?? String(input);
@@ -75,9 +98,11 @@ export function createUndiciFetch(options: UndiciFetchOptions = {}): (request: R
     }
     // (No content-length is copied: undici sets the length of the body it is given.)
     if (signal?.aborted === true) throw abortError(signal);
+    if (dispatcher === undefined) dispatcher = agentOf(await loadUndici());
+    const through = dispatcher;
     return new Promise<Response>((resolve, reject) => {
       const call = new UpstreamCall(href, method, pushOnly, finishDrainMs, signal, resolve, reject);
-      dispatcher.dispatch(
+      through.dispatch(
         {
           origin: url.origin,
           path: url.path,

@@ -1,4 +1,10 @@
-import { CORPUS, type CorpusParagraph, PARAGRAPH_BREAK, REASONING_CORPUS } from './corpus.ts';
+import {
+  type CorpusLanguage,
+  type CorpusParagraph,
+  corpusFor,
+  PARAGRAPH_BREAK,
+  REASONING_CORPUS,
+} from './corpus.ts';
 import type { SimTokenizer } from './tokenizer.ts';
 
 /** One sentence of the corpus as token bytes, with the separator that follows it. */
@@ -15,17 +21,22 @@ export interface CorpusUnits {
   readonly reasoning: readonly CorpusUnit[];
 }
 
-const cache = new WeakMap<SimTokenizer, CorpusUnits>();
+const cache = new WeakMap<SimTokenizer, Map<CorpusLanguage, CorpusUnits>>();
 
-/** The corpus cut into sentences and tokenized, once per tokenizer. */
-export function corpusUnits(tokenizer: SimTokenizer): CorpusUnits {
-  let units = cache.get(tokenizer);
+/** A language's corpus (default: every script) cut into sentences and tokenized, once per tokenizer. */
+export function corpusUnits(tokenizer: SimTokenizer, language: CorpusLanguage = 'multilingual'): CorpusUnits {
+  let byLanguage = cache.get(tokenizer);
+  if (byLanguage === undefined) {
+    byLanguage = new Map();
+    cache.set(tokenizer, byLanguage);
+  }
+  let units = byLanguage.get(language);
   if (units === undefined) {
     units = {
-      answer: tokenizeParagraphs(tokenizer, CORPUS),
+      answer: tokenizeParagraphs(tokenizer, corpusFor(language)),
       reasoning: tokenizeParagraphs(tokenizer, [{ sentences: REASONING_CORPUS, joiner: ' ' }]),
     };
-    cache.set(tokenizer, units);
+    byLanguage.set(language, units);
   }
   return units;
 }

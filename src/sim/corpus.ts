@@ -1,8 +1,11 @@
 /**
- * The text the simulated model answers with: short paragraphs in several scripts (Latin with accents,
- * Icelandic, Japanese, Russian, Arabic, Hindi) and emoji, including ZWJ sequences, flags and skin
- * tones, so every answer crosses multi-byte characters and tokens that end inside one. Written for
- * this project. Answers start at a sentence and run on through the paragraphs, wrapping around.
+ * The text the simulated model answers with. By default the answer is in the language of the prompt's
+ * script (`corpusFor`): English for Latin-script prompts (with the odd accent and dash, so split-UTF-8
+ * faults still have characters to split), Japanese, Russian, Arabic, Hindi or Icelandic otherwise. The
+ * `multilingual` fault answers from `CORPUS` instead: short paragraphs in all those scripts and emoji,
+ * including ZWJ sequences, flags and skin tones, so every answer crosses multi-byte characters and
+ * tokens that end inside one. Written for this project. Answers start at a sentence and run on through
+ * the paragraphs, wrapping around.
  */
 export interface CorpusParagraph {
   readonly sentences: readonly string[];
@@ -13,6 +16,7 @@ export interface CorpusParagraph {
 /** Paragraphs are joined by a blank line. */
 export const PARAGRAPH_BREAK = '\n\n';
 
+/** Every script at once, with emoji: what the `multilingual` fault answers from. */
 export const CORPUS: readonly CorpusParagraph[] = [
   {
     joiner: ' ',
@@ -65,10 +69,152 @@ export const CORPUS: readonly CorpusParagraph[] = [
     joiner: ' ',
     sentences: [
       'A good server sends its last event and then closes the connection.',
-      'A careless one stops mid-sentence and leaves the reader guessing whether the answer was finished. 🤔',
+      'A careless one stops mid-sentence and leaves the reader guessing whether anything is missing. 🤔',
     ],
   },
 ];
+
+/** What a Latin-script prompt is answered with. */
+export const ENGLISH_CORPUS: readonly CorpusParagraph[] = [
+  {
+    joiner: ' ',
+    sentences: [
+      'A river does not arrive all at once.',
+      'It begins as a trickle high in the hills, gathers into a stream, and becomes a current that carries whatever it meets toward the sea.',
+      'Along the way it bends around rocks, slows in the flat meadows, and speeds up again where the valley narrows.',
+    ],
+  },
+  {
+    joiner: ' ',
+    sentences: [
+      'Rain and melting snow feed the small streams first.',
+      'Those streams join one another, and each junction makes the water a little deeper and a little wider.',
+      'By the time the river reaches the coast, it holds the water of thousands of hillsides.',
+    ],
+  },
+  {
+    joiner: ' ',
+    sentences: [
+      'Near the mouth, the river slows down and drops the sand and silt it has carried — that is how a delta grows.',
+      'Fresh water meets salt water there, and the tide pushes back twice a day.',
+    ],
+  },
+  {
+    joiner: ' ',
+    sentences: [
+      'Reading an answer token by token feels much the same: each piece is small, yet together they make a sentence.',
+      'A good client keeps every piece, even the accents in café, naïve and Reykjavík.',
+    ],
+  },
+  {
+    joiner: ' ',
+    sentences: [
+      'A good server sends its last event and then closes the connection.',
+      'A careless one stops mid-sentence and leaves the reader guessing whether anything is missing.',
+      'That is why the last event matters as much as the first.',
+    ],
+  },
+  {
+    joiner: ' ',
+    sentences: [
+      'In short: water flows downhill, the streams merge, and the sea is where they all end up.',
+      'The journey can take days or months, depending on the length of the river and the weather along its course.',
+    ],
+  },
+];
+
+/** What a prompt in another script is answered with, by language. */
+const SCRIPT_CORPORA: Readonly<
+  Record<Exclude<CorpusLanguage, 'en' | 'multilingual'>, readonly CorpusParagraph[]>
+> = {
+  is: [
+    {
+      joiner: ' ',
+      sentences: [
+        'Á Íslandi renna jökulárnar hratt til sjávar.',
+        'Þær bera með sér sand og ís, og vatnið er kalt allt árið.',
+        'Áin byrjar sem lítill lækur uppi á heiði og verður að stórri elfu áður en hún nær ströndinni.',
+      ],
+    },
+  ],
+  ja: [
+    {
+      joiner: '',
+      sentences: [
+        '川はゆっくりと海へ流れていきます。',
+        '山に降った雨が小さな流れになり、やがて大きな川になります。',
+        '小さな言葉が一つずつ届き、やがて長い文章になります。',
+      ],
+    },
+  ],
+  ru: [
+    {
+      joiner: ' ',
+      sentences: [
+        'Река не спешит, но всегда находит дорогу к морю.',
+        'Дождь и талый снег питают ручьи, а ручьи сливаются в реку.',
+        'Каждое слово приходит отдельно, и только вместе они складываются в ответ.',
+      ],
+    },
+  ],
+  ar: [
+    {
+      joiner: ' ',
+      sentences: [
+        'النهر لا يتوقف أبدًا، بل يجري نحو البحر قطرة بعد قطرة.',
+        'تجتمع الجداول الصغيرة فتصير نهرًا كبيرًا.',
+        'وكذلك الجواب يصل كلمة بعد كلمة.',
+      ],
+    },
+  ],
+  hi: [
+    {
+      joiner: ' ',
+      sentences: [
+        'नदी धीरे-धीरे समुद्र की ओर बहती है।',
+        'बारिश का पानी छोटी धाराओं में मिलकर बड़ी नदी बनता है।',
+        'हर शब्द अलग से आता है।',
+      ],
+    },
+  ],
+};
+
+/** The language an answer is written in: one per script, or every script at once. */
+export type CorpusLanguage = 'en' | 'is' | 'ja' | 'ru' | 'ar' | 'hi' | 'multilingual';
+
+/** The paragraphs answers in `language` are made of. */
+export function corpusFor(language: CorpusLanguage): readonly CorpusParagraph[] {
+  if (language === 'multilingual') return CORPUS;
+  if (language === 'en') return ENGLISH_CORPUS;
+  return SCRIPT_CORPORA[language];
+}
+
+const SCRIPTS: readonly [CorpusLanguage, RegExp][] = [
+  ['ja', /[\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Han}]/gu],
+  ['ru', /\p{Script=Cyrillic}/gu],
+  ['ar', /\p{Script=Arabic}/gu],
+  ['hi', /\p{Script=Devanagari}/gu],
+];
+
+/**
+ * The language to answer `prompt` in: the script most of its letters are written in (Japanese for
+ * kana and kanji, Russian for Cyrillic, Arabic, Hindi for Devanagari), Icelandic for Latin text with
+ * þ or ð, else English.
+ */
+export function languageOf(prompt: string): CorpusLanguage {
+  const latin = prompt.match(/\p{Script=Latin}/gu)?.length ?? 0;
+  let best: CorpusLanguage = 'en';
+  let most = latin;
+  for (const [language, pattern] of SCRIPTS) {
+    const count = prompt.match(pattern)?.length ?? 0;
+    if (count > most) {
+      best = language;
+      most = count;
+    }
+  }
+  if (best === 'en' && /[þðÞÐ]/u.test(prompt)) return 'is';
+  return best;
+}
 
 /** What the model "thinks" before answering when reasoning is asked for. */
 export const REASONING_CORPUS: readonly string[] = [
@@ -93,7 +239,9 @@ export const TOOL_WORDS: readonly string[] = [
   'summer',
 ];
 
-/** The whole answer corpus as one text, as answers read it (answers wrap around at the end). */
-export function corpusText(): string {
-  return CORPUS.map((paragraph) => paragraph.sentences.join(paragraph.joiner)).join(PARAGRAPH_BREAK);
+/** A corpus as one text, as answers read it (answers wrap around at the end); default: `CORPUS`. */
+export function corpusText(language: CorpusLanguage = 'multilingual'): string {
+  return corpusFor(language)
+    .map((paragraph) => paragraph.sentences.join(paragraph.joiner))
+    .join(PARAGRAPH_BREAK);
 }

@@ -3,7 +3,10 @@ import { RequestError } from '../dialects/dialect.ts';
 import { DIALECTS, dialectForPath } from '../dialects/registry.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import { renderPrompt } from '../events/chat-request.ts';
+import { contextExceededResponse, DEFAULT_CONTEXT_TOKENS } from './context-error.ts';
+import { countTokensRoute } from './count-tokens-route.ts';
 import { type Faults, formatFaults, mergeFaults, parseFaults } from './faults.ts';
+import { modelNotFoundResponse, servesModel } from './model-not-found.ts';
 import { hashSeed } from './prng.ts';
 import { infoRoute, notFoundResponse } from './routes.ts';
 import { FAULT_HEADER, FLAVOR_HEADER, type SimOptions } from './sim-options.ts';
@@ -33,12 +36,17 @@ const DEFAULT_MAX_TOKENS = 200;
 export function createSim(options: SimOptions = {}): Sim {
   const seed = options.seed ?? 1;
   const models = options.models !== undefined && options.models.length > 0 ? [...options.models] : ['sim'];
+  const strictModels = options.models !== undefined && options.models.length > 0;
   const timing = resolveTiming(options.timing);
   const serverFaults = parseFaults(options.faults ?? '');
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? realSleep;
   const defaultMaxTokens = options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
   const flavors = options.flavors ?? {};
+  const contextTokens = options.contextTokens ?? DEFAULT_CONTEXT_TOKENS;
+  if (!Number.isSafeInteger(contextTokens) || contextTokens < 1) {
+    throw new RangeError(`contextTokens must be a positive integer, not ${contextTokens}`);
+  }
   for (const [id, flavor] of Object.entries(flavors)) {
     const dialect = DIALECTS[id];
     if (dialect !== undefined && flavor !== undefined && !dialect.flavors.includes(flavor)) {
@@ -104,6 +112,11 @@ export function createSim(options: SimOptions = {}): Sim {
       const at = requested.indexOf('@');
       const model = at === -1 ? requested : requested.slice(0, at);
       record.model = model;
+      // Only the models it serves (SimOptions.models, when given); suffixes (`sim@cut-after=5`) stay faults.
+      if (strictModels && !servesModel(dialect, models, model)) {
+        end('failed', 0);
+        return modelNotFoundResponse(dialect, model);
+      }
       let faults: Faults;
       try {
         faults = mergeFaults(
@@ -138,6 +151,20 @@ export function createSim(options: SimOptions = {}): Sim {
       if (chat.stream === false) {
         return fail(400, 'tokenwire sim: only streaming is simulated; send "stream": true or leave it out');
       }
+      // The context check, before any streaming as the real servers do it (context-error.ts).
+      const promptTokens = await countPromptTokens(chat, contextTokens, request.signal);
+      if (promptTokens === undefined) {
+        end('cancelled', 0);
+        return new Response(null, { status: 499 });
+      }
+      if (promptTokens >= contextTokens) {
+        end('failed', 0);
+        const error = contextExceededResponse(dialect, flavor, promptTokens, contextTokens);
+        return new Response(error.body, {
+          status: error.status,
+          headers: { 'content-type': error.contentType },
+        });
+      }
 
       const ready = readyAt.get(model);
       if (ready === undefined) readyAt.set(model, startedAt + timing.loadMs);
@@ -168,6 +195,7 @@ export function createSim(options: SimOptions = {}): Sim {
         sleep,
         tokenizer: loadTokenizer(),
         onEnd: end,
+        splitGapMs: options.splitGapMs,
       });
       return new Response(stream, { status: 200, headers });
     } catch (error) {
@@ -181,6 +209,8 @@ export function createSim(options: SimOptions = {}): Sim {
       const path = new URL(request.url).pathname;
       const info = infoRoute(request.method, path, { models, createdAt });
       if (info !== undefined) return info;
+      const counted = countTokensRoute(request, path, { models, strictModels });
+      if (counted !== undefined) return counted;
       const dialect = dialectForPath(path);
       if (dialect === undefined) return notFoundResponse(request.method, path);
       if (request.method !== 'POST') {
@@ -198,4 +228,25 @@ export function createSim(options: SimOptions = {}): Sim {
     stats: recorder.stats,
     idle: () => recorder.idle(),
   };
+}
+
+/**
+ * The prompt's tokens (with the tools', as the generation counts them), or 0 when it cannot reach
+ * `contextTokens` (a token is at least one UTF-8 byte, a UTF-16 unit at most three), so short prompts
+ * never wait for the tokenizer. Counted in slices that let the event loop turn; `undefined` if the
+ * client went away meanwhile.
+ */
+async function countPromptTokens(
+  chat: ChatRequest,
+  contextTokens: number,
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  const prompt = renderPrompt(chat);
+  const tools = chat.tools !== undefined && chat.tools.length > 0 ? JSON.stringify(chat.tools) : '';
+  if (3 * (prompt.length + tools.length) < contextTokens) return 0;
+  const tokenizer = await loadTokenizer();
+  const promptTokens = await tokenizer.count(prompt, signal);
+  const toolTokens = tools === '' ? 0 : await tokenizer.count(tools, signal);
+  if (promptTokens === undefined || toolTokens === undefined) return undefined;
+  return promptTokens + toolTokens;
 }

@@ -27,6 +27,7 @@ export interface Faults {
   noDone?: boolean;
   invalidUtf8?: boolean;
   noUsage?: boolean;
+  multilingual?: boolean;
   framing?: 'sse' | 'ndjson';
 }
 
@@ -186,6 +187,13 @@ export const FAULTS: readonly FaultInfo[] = [
     description: 'inject an invalid UTF-8 byte (0xFF) inside a text value mid-answer',
   },
   { name: 'no-usage', kind: 'flag', key: 'noUsage', description: 'send no usage and no timings' },
+  {
+    name: 'multilingual',
+    kind: 'flag',
+    key: 'multilingual',
+    description:
+      "answer in every script at once, with emoji (default: the prompt's language): many tokens end inside a character",
+  },
   {
     name: 'framing',
     value: 'ndjson|sse',

@@ -6,6 +6,7 @@ import {
   type ToolDefinition,
 } from '../events/chat-request.ts';
 import type { FinishEvent } from '../events/stream-event.ts';
+import { languageOf } from './corpus.ts';
 import { type CorpusUnit, corpusUnits, tokenizeToBytes } from './corpus-units.ts';
 import type { Faults } from './faults.ts';
 import { mulberry32, type Rng, randomHexFrom, randomInt } from './prng.ts';
@@ -59,11 +60,11 @@ const MAX_ANSWER_TOKENS = 400;
 export function planGeneration(input: PlanInput): GenerationPlan {
   const { tokenizer, request, faults } = input;
   const rng = mulberry32(input.seed);
-  const units = corpusUnits(tokenizer);
-  let inputTokens = tokenizer.encode(renderPrompt(request)).length;
-  if (request.tools !== undefined && request.tools.length > 0) {
-    inputTokens += tokenizer.encode(JSON.stringify(request.tools)).length;
-  }
+  const units = corpusUnits(
+    tokenizer,
+    faults.multilingual === true ? 'multilingual' : languageOf(lastUserText(request)),
+  );
+  const inputTokens = promptTokens(tokenizer, request);
 
   const reasoning: PlannedToken[] = wantsReasoning(request.reasoning)
     ? pieces(answerBytes(units.reasoning, rng, 16, 40)).map((text) => ({ channel: 'reasoning', text }))
@@ -123,6 +124,47 @@ export function planGeneration(input: PlanInput): GenerationPlan {
     toolCall,
     finish: simFinish(end, input.dialect, input.flavor, stopSequence),
   };
+}
+
+/** Tokens a chat template adds around each message (`<|start_header_id|>role<|end_header_id|>\n\n … <|eot_id|>`). */
+const TEMPLATE_TOKENS_PER_MESSAGE = 5;
+/** The beginning-of-sequence token every prompt starts with. */
+const BOS_TOKENS = 1;
+/** The open assistant turn a chat template ends with. */
+const TEMPLATE_TOKENS_ASSISTANT = 4;
+
+/**
+ * The prompt's size as a server counts it: a beginning-of-sequence token, and for chat turns the chat
+ * template's tokens around each message and the open assistant turn (a Llama-3-style template: "hello"
+ * is 11 tokens, which is what llama-server b10108 reports for it; see
+ * /work/shared/real-captures/llamacpp-b10108/c02). Tools are rendered as their JSON, as templates do.
+ */
+export function promptTokens(tokenizer: SimTokenizer, request: ChatRequest): number {
+  let count = BOS_TOKENS;
+  const messages = request.messages;
+  if (messages !== undefined && messages.length > 0) {
+    for (const message of messages) {
+      count += TEMPLATE_TOKENS_PER_MESSAGE + tokenizer.encode(message.content).length;
+      for (const call of message.toolCalls ?? [])
+        count += tokenizer.encode(call.name + call.arguments).length;
+    }
+    count += TEMPLATE_TOKENS_ASSISTANT;
+  } else {
+    count += tokenizer.encode(renderPrompt(request)).length;
+  }
+  if (request.tools !== undefined && request.tools.length > 0) {
+    count += tokenizer.encode(JSON.stringify(request.tools)).length;
+  }
+  return count;
+}
+
+/** What the answer's language follows: the last user turn (or the raw prompt). */
+function lastUserText(request: ChatRequest): string {
+  const messages = request.messages;
+  if (messages === undefined || messages.length === 0) return request.prompt ?? '';
+  for (let i = messages.length - 1; i >= 0; i--)
+    if (messages[i]!.role === 'user') return messages[i]!.content;
+  return messages.at(-1)?.content ?? '';
 }
 
 function wantsReasoning(value: boolean | string | undefined): boolean {

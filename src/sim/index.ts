@@ -6,6 +6,7 @@ export { DEFAULT_CONTROL_TOKEN, FAULTS, formatFaults, mergeFaults, parseFaults }
 export { SimCutError } from './sim-cut-error.ts';
 export type { SimOptions } from './sim-options.ts';
 export { FAULT_HEADER, FLAVOR_HEADER } from './sim-options.ts';
+export { SIM_RAW_PREFIX, simRawRoute } from './sim-raw-route.ts';
 export type { SimOutcome, SimRequestRecord, SimStats } from './sim-stats.ts';
 export { SIM_LOG_LIMIT } from './sim-stats.ts';
 export type { SimTiming } from './timing.ts';

@@ -1,4 +1,4 @@
-import type { Dialect, DialectEncoder, MidStreamError } from '../dialects/dialect.ts';
+import type { Dialect, DialectEncoder, FrameKind, MidStreamError } from '../dialects/dialect.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
 import type { Timings, Usage } from '../events/usage.ts';
@@ -36,6 +36,8 @@ export interface SimStreamJob {
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   tokenizer: Promise<SimTokenizer>;
   onEnd: (outcome: SimOutcome, outputTokens: number) => void;
+  /** With a split fault, real ms between the pieces (see `SimOptions.splitGapMs`); 0 or undefined: none. */
+  splitGapMs?: number | undefined;
 }
 
 /**
@@ -51,9 +53,14 @@ export function simStream(job: SimStreamJob): ReadableStream<Uint8Array> {
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
   let open = true;
+  const faults = job.faults;
+  const gapMs =
+    faults.split !== undefined || faults.bytewise === true || faults.splitUtf8 === true
+      ? (job.splitGapMs ?? 0)
+      : 0;
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      const output: StreamOutput = {
+      const direct: StreamOutput = {
         write(bytes) {
           if (open) controller.enqueue(bytes);
         },
@@ -66,6 +73,7 @@ export function simStream(job: SimStreamJob): ReadableStream<Uint8Array> {
           open = false;
         },
       };
+      const output = gapMs > 0 ? pacedOutput(direct, gapMs) : direct;
       void new SimRun(job, abort.signal, output).run().finally(() => {
         // Also what keeps `job.source` (the Request) reachable until the stream ends.
         job.source.signal.removeEventListener('abort', onAbort);
@@ -82,6 +90,37 @@ interface StreamOutput {
   write(bytes: Uint8Array): void;
   close(): void;
   fail(reason: unknown): void;
+}
+
+/**
+ * Writes (and the close or failure after them) in order, `gapMs` of real time apart: pieces of a split
+ * write written at once leave as one TCP packet and reach a browser as one read, so the split would not
+ * show. Real timers, not the simulation's clock: this is how the bytes cross the network, not the model.
+ */
+function pacedOutput(output: StreamOutput, gapMs: number): StreamOutput {
+  const queue: (() => void)[] = [];
+  let draining = false;
+  const drain = (): void => {
+    const next = queue.shift();
+    if (next === undefined) {
+      draining = false;
+      return;
+    }
+    next();
+    setTimeout(drain, gapMs);
+  };
+  const push = (action: () => void): void => {
+    queue.push(action);
+    if (!draining) {
+      draining = true;
+      drain();
+    }
+  };
+  return {
+    write: (bytes) => push(() => output.write(bytes)),
+    close: () => push(() => output.close()),
+    fail: (reason) => push(() => output.fail(reason)),
+  };
 }
 
 type Interrupt = 'cut' | 'error';
@@ -114,7 +153,7 @@ class SimRun {
     } catch (error) {
       this.#output.fail(error);
     } finally {
-      this.#job.onEnd(outcome, this.#generated);
+      this.#job.onEnd(outcome, this.#generated + (outcome === 'completed' ? this.#endOfSequenceTokens() : 0));
     }
   }
 
@@ -197,7 +236,7 @@ class SimRun {
       this.#event({ type: 'usage', usage: this.#usage() });
       this.#event({ type: 'timings', timings: this.#timings() });
     }
-    const payloads: [string, 'legacy-error-field' | undefined][] = [];
+    const payloads: [string, FrameKind | undefined][] = [];
     this.#encoder.end((data, kind) => payloads.push([data, kind]));
     if (faults.noDone === true) {
       const sentinel = payloads.findIndex(([data]) => data === '[DONE]');
@@ -235,6 +274,11 @@ class SimRun {
   #start(): void {
     this.#firstTokenAt = this.#job.now();
     this.#event({ type: 'start', model: this.#job.model, created: Math.floor(this.#job.now() / 1000) });
+    // llama-server's partial events carry the prompt size from the first one (`tokens_evaluated`), so
+    // the count does not jump from 0 on the final event; Anthropic's `message_start` carries it too.
+    const early = this.#job.dialect.id === 'llamacpp' || this.#job.dialect.id === 'anthropic-messages';
+    if (early && this.#job.faults.noUsage !== true)
+      this.#event({ type: 'usage', usage: { inputTokens: this.#plan.inputTokens } });
   }
 
   /** Writes the events of a group of tokens of one channel (`batch` tokens, or one). */
@@ -290,7 +334,7 @@ class SimRun {
     this.#encoder.event(event, (data, kind) => this.#write(data, kind));
   }
 
-  #write(data: string, kind: 'legacy-error-field' | undefined): void {
+  #write(data: string, kind: FrameKind | undefined): void {
     if (this.#writer.payload(data, kind, this.#corrupt)) {
       this.#corrupted = true;
       this.#corrupt = undefined;
@@ -326,13 +370,20 @@ class SimRun {
 
   #usage(): Usage {
     const inputTokens = this.#plan.inputTokens;
-    const usage: Usage = {
-      inputTokens,
-      outputTokens: this.#generated,
-      totalTokens: inputTokens + this.#generated,
-    };
+    const outputTokens = this.#generated + this.#endOfSequenceTokens();
+    const usage: Usage = { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
     if (this.#plan.reasoningTokens > 0) usage.reasoningTokens = this.#plan.reasoningTokens;
     return usage;
+  }
+
+  /**
+   * llama-server counts the end-of-sequence token it sampled (its own partial event, `content: ""`), so
+   * its final `tokens_predicted` equals that last partial event's, never one less.
+   */
+  #endOfSequenceTokens(): number {
+    if (this.#job.dialect.id !== 'llamacpp') return 0;
+    const raw = this.#plan.finish.raw;
+    return raw === 'eos' || raw === 'stopped_eos' ? 1 : 0;
   }
 
   #timings(): Timings {
@@ -344,7 +395,7 @@ class SimRun {
       promptEvalMs: Math.max(0, first - job.startedAt - job.loadWaitMs),
       promptEvalTokens: this.#plan.inputTokens,
       evalMs: Math.max(0, end - first),
-      evalTokens: this.#generated,
+      evalTokens: this.#generated + this.#endOfSequenceTokens(),
       totalMs: Math.max(0, end - job.startedAt),
     };
   }

@@ -164,13 +164,14 @@ describe('per-request figures', () => {
     // Ollama-style: load 300, prompt eval 150, 20 tokens in 400 ms -> 20 ms a step.
     const split = ttftBreakdown(500, { loadMs: 300, promptEvalMs: 150, evalMs: 400, evalTokens: 20 });
     assert.deepEqual(split, { queueMs: 30, loadMs: 300, promptEvalMs: 150, firstTokenMs: 20 });
-    // llama.cpp-style: no load time.
+    // llama.cpp-style: no load time is reported, so it is unknown (not 0) and stays in the queue figure.
     assert.deepEqual(ttftBreakdown(60, { promptEvalMs: 40 }), {
       queueMs: 20,
-      loadMs: 0,
       promptEvalMs: 40,
       firstTokenMs: 0,
     });
+    // Ollama leaves load_duration out when it is 0 (omitempty): there, absent is 0.
+    assert.equal(ttftBreakdown(60, { promptEvalMs: 40, raw: { total_duration: 6e7 } })?.loadMs, 0);
     // Clocks differ: never a negative queue.
     assert.equal(ttftBreakdown(10, { promptEvalMs: 40 })?.queueMs, 0);
     // Nothing reported: no split.

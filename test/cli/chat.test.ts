@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CHAT_EXIT, chatOutcome } from '../../src/cli/chat/chat-outcome.ts';
+import { CHAT_EXIT, chatFigures, chatOutcome, tokenRate } from '../../src/cli/chat/chat-outcome.ts';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { emptyMetrics, type Result } from '../../src/events/result.ts';
+import { serve } from '../../src/node/serve.ts';
 import { repoRoot } from '../helpers/paths.ts';
 import { cli, FakeIo, type ServedSim, serveSim } from './cli-helpers.ts';
 
@@ -84,7 +85,9 @@ describe('tokenwire chat', () => {
       const { code, io } = await chat(args);
       assert.equal(code, CHAT_EXIT.incomplete);
       assert.match(io.err, mark);
-      assert.match(io.err, /partial/);
+      // "Partial" when some answer was shown; with none (the malformed body), it says so instead.
+      assert.match(io.err, io.out === '' ? /No answer text arrived/ : /The answer above is partial/);
+      assert.doesNotMatch(io.err, /\.\. /, 'one full stop between the detail and the verdict');
       assert.doesNotMatch(io.err, /finished/);
     });
   }
@@ -150,6 +153,54 @@ describe('tokenwire chat', () => {
     const { code, io } = await chat(['--sim-faults', 'status=404']);
     assert.equal(code, CHAT_EXIT.failed);
     assert.match(io.err, /error: .*HTTP 404/);
+  });
+
+  it('nothing listening at a bare address: exit 1 (not a usage error), saying "connection refused"', async () => {
+    const served = await serve(() => new Response(''));
+    const url = served.url;
+    await served.close();
+    const { code, io } = await cli(['chat', url, 'Hi']);
+    assert.equal(code, CHAT_EXIT.failed, io.err);
+    assert.match(io.err, /connection refused/);
+    assert.doesNotMatch(io.err, /could not tell what server|--help/);
+    const withPath = await cli(['chat', `${url}/v1/chat/completions`, 'Hi', '--model', 'm']);
+    assert.equal(withPath.code, CHAT_EXIT.failed);
+    assert.match(withPath.io.err, /connection refused/);
+  });
+
+  it('a stream that ends before any text: incomplete, and not called "partial"', async () => {
+    const { code, io } = await chat(['--sim-faults', 'cut-after=0']);
+    assert.equal(code, CHAT_EXIT.incomplete);
+    assert.equal(io.out, '');
+    assert.match(io.err, /INCOMPLETE/);
+    assert.match(io.err, /No answer text arrived/);
+    assert.doesNotMatch(io.err, /partial/);
+  });
+
+  it("tokens/s comes from the server's own timing when it reports one (llama.cpp timings), and says so", async () => {
+    // The slow simulator (20 tokens/s): its decode takes a few hundred ms, never a 0 ms burst.
+    const { code, io } = await cli([
+      'chat',
+      `${slow.url}/completion`,
+      'Hello there',
+      '--max-tokens',
+      '6',
+      '--json',
+    ]);
+    assert.equal(code, CHAT_EXIT.truncated);
+    const result = ndjson(io.out).at(-1) as unknown as Result;
+    const timings = result.timings!;
+    assert.ok(timings.evalMs !== undefined && timings.evalMs > 0);
+    const figures = chatFigures(result);
+    const expected = ((timings.evalTokens! * 1000) / timings.evalMs).toFixed(1);
+    assert.match(figures, new RegExp(`${expected.replace('.', '\\.')} tokens/s \\(server's timing\\)`));
+    const footer = await cli(['chat', `${slow.url}/completion`, 'Hello there', '--max-tokens', '6']);
+    assert.match(footer.io.err, /tokens\/s \(server's timing\)/);
+  });
+
+  it('tokens/s without server timings is measured after the first token, and says so', async () => {
+    const { io } = await chat([]);
+    assert.match(io.err, /[\d.]+ tokens\/s \(after the first token\)/);
   });
 
   it('the built-in simulator answers with no URL, in any dialect', async () => {
@@ -252,6 +303,31 @@ describe('chatOutcome', () => {
     );
     assert.equal(chatOutcome(result({ complete: false, incomplete: 'server-error' })).exitCode, 3);
     assert.equal(chatOutcome(result({ complete: false, incomplete: 'aborted' })).status, 'cancelled');
+  });
+
+  it('"partial" only when some text, reasoning or tool call was shown', () => {
+    const cut = { complete: false, incomplete: 'connection-closed' } as const;
+    assert.match(chatOutcome(result({ ...cut })).headline, /The answer above is partial/);
+    assert.match(chatOutcome(result({ ...cut, text: '' })).headline, /No answer text arrived/);
+    assert.match(chatOutcome(result({ ...cut, text: '', reasoning: 'hmm' })).headline, /partial/);
+    assert.match(
+      chatOutcome(result({ complete: false, incomplete: 'aborted', text: '' })).headline,
+      /CANCELLED.*No answer text arrived/,
+    );
+  });
+
+  it("tokenRate: the server's decode timing first (evalTokens / evalMs), else the client's figure", () => {
+    const metrics = { ...emptyMetrics(), outputTokensPerSecond: 900 };
+    assert.deepEqual(tokenRate(result({ metrics, timings: { evalMs: 200, evalTokens: 10 } })), {
+      tokensPerSecond: 50,
+      source: 'server',
+    });
+    assert.deepEqual(tokenRate(result({ metrics, timings: { evalMs: 400 }, usage: { outputTokens: 10 } })), {
+      tokensPerSecond: 25,
+      source: 'server',
+    });
+    assert.deepEqual(tokenRate(result({ metrics })), { tokensPerSecond: 900, source: 'client' });
+    assert.equal(tokenRate(result({})), undefined);
   });
 
   it("names the server's own finish word when it differs", () => {

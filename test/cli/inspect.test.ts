@@ -7,6 +7,7 @@ import { FINDINGS } from '../../src/cli/inspect/finding.ts';
 import { DIALECT_IDS, type DialectId } from '../../src/dialects/dialect.ts';
 import { getDialect } from '../../src/dialects/registry.ts';
 import { serve } from '../../src/node/serve.ts';
+import { startGateway } from '../helpers/gateway.ts';
 import { fixturePath, testOutputPath } from '../helpers/paths.ts';
 import { cli, FakeIo, type ServedSim, serveSim } from './cli-helpers.ts';
 
@@ -148,6 +149,21 @@ describe('tokenwire inspect', () => {
         assert.equal(expectFinding(report, 'server').details?.server, server);
       });
     }
+
+    it('through the tokenwire gateway: the server is the gateway (its own header), not "vLLM"', async () => {
+      const gateway = await startGateway();
+      try {
+        const io = new FakeIo();
+        await cli(['inspect', `${gateway.url}/v1/chat/completions`, '--model', 'sim', '--json'], io);
+        const report = JSON.parse(io.out) as Report;
+        const server = expectFinding(report, 'server');
+        assert.equal(server.details?.server, 'the tokenwire gateway');
+        assert.match(server.message, /x-tokenwire-stream-id/);
+        assert.doesNotMatch(server.message, /looks like vLLM/);
+      } finally {
+        await gateway.close();
+      }
+    });
 
     it('--dialect overrides the path, and a payload that says otherwise is pointed out', async () => {
       const { report } = await inspect('ollama-chat', '', ['--dialect', 'ollama-generate']);
@@ -477,6 +493,66 @@ describe('tokenwire inspect', () => {
       assert.equal(code, 1);
     });
 
+    it('--file on a plain JSON answer (not a stream): not-streaming, as the live inspect says', async () => {
+      mkdirSync(testOutputPath(), { recursive: true });
+      const answers: [string, unknown][] = [
+        [
+          'openai-chat',
+          {
+            id: 'chatcmpl-1',
+            object: 'chat.completion',
+            choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
+          },
+        ],
+        ['ollama-chat', { model: 'm', message: { role: 'assistant', content: 'Hello' }, done: true }],
+        ['tgi', { generated_text: 'Hello' }],
+      ];
+      for (const [name, answer] of answers) {
+        for (const [style, text] of [
+          ['one line', `${JSON.stringify(answer)}\n`],
+          ['pretty', JSON.stringify(answer, null, 2)],
+        ]) {
+          const file = testOutputPath(`inspect-whole-${name}.json`);
+          writeFileSync(file, text!);
+          const io = new FakeIo();
+          const { code } = await cli(['inspect', '--file', file, '--json'], io);
+          const report = JSON.parse(io.out) as Report;
+          expectFinding(report, 'not-streaming');
+          assert.deepEqual(
+            ids(report).filter((id) => id !== 'not-streaming' && id !== 'dialect'),
+            [],
+            `${name} ${style}`,
+          );
+          assert.equal(code, 1);
+        }
+      }
+    });
+
+    it('--file on a one-line stream (an Ollama stream of only its done line) is still a stream', async () => {
+      mkdirSync(testOutputPath(), { recursive: true });
+      const file = testOutputPath('inspect-one-line.ndjson');
+      writeFileSync(
+        file,
+        `${JSON.stringify({ model: 'm', created_at: '2026-01-01T00:00:00Z', message: { role: 'assistant', content: '' }, done: true, done_reason: 'stop' })}\n`,
+      );
+      const io = new FakeIo();
+      await cli(['inspect', '--file', file, '--json'], io);
+      assert.ok(!ids(JSON.parse(io.out) as Report).includes('not-streaming'));
+    });
+
+    it("--file holding only llama-server's legacy `error:` line: server-error, not unknown-dialect", async () => {
+      mkdirSync(testOutputPath(), { recursive: true });
+      const file = testOutputPath('inspect-legacy-error-only.sse');
+      writeFileSync(file, 'error: {"code":500,"message":"the model crashed","type":"server_error"}\n\n');
+      const io = new FakeIo();
+      const { code } = await cli(['inspect', '--file', file, '--json'], io);
+      const report = JSON.parse(io.out) as Report;
+      assert.match(expectFinding(report, 'server-error').message, /the model crashed/);
+      expectFinding(report, 'legacy-error-field');
+      assert.ok(!ids(report).includes('unknown-dialect'), ids(report).join(', '));
+      assert.equal(code, 1);
+    });
+
     it('--file on clean captures of every dialect: no problem', async () => {
       const files = [
         'vllm-chat.sse',
@@ -558,6 +634,11 @@ describe('tokenwire inspect', () => {
       assert.equal((await cli(['inspect', 'http://x/v1/chat/completions', '--fail-on', 'never'])).code, 2);
       assert.equal((await cli(['inspect', '--file', 'x', 'http://x/'])).code, 2);
       assert.equal((await cli(['inspect', 'http://x/v1/chat/completions', '--body', '{nope'])).code, 2);
+    });
+
+    it('--help cites nothing outside the repository (no wire-formats.md section)', async () => {
+      const { io } = await cli(['inspect', '--help']);
+      assert.doesNotMatch(io.out, /wire-formats\.md|§/);
     });
 
     it('--help lists every finding id', async () => {

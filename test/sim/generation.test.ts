@@ -68,7 +68,8 @@ describe('sim generation', () => {
       };
       const seen = new Set<string>();
       for (const flavor of dialect.flavors) {
-        const headers = { 'x-tokenwire-flavor': flavor };
+        // The multilingual corpus: every script and emoji (the default answers in the prompt's language).
+        const headers = { 'x-tokenwire-flavor': flavor, 'x-tokenwire-fault': 'multilingual' };
         for (let p = 0; p < 8; p++) {
           const sim = fast();
           const base = await run(sim, dialect, ask(`prompt ${p}`), { headers });
@@ -86,7 +87,7 @@ describe('sim generation', () => {
             ...(p < 2 ? ['bytewise'] : []),
           ]) {
             const faulty = await run(sim, dialect, ask(`prompt ${p}`), {
-              headers: { ...headers, 'x-tokenwire-fault': fault },
+              headers: { ...headers, 'x-tokenwire-fault': `multilingual,${fault}` },
             });
             assert.ok(faulty.chunks.length > base.chunks.length, `${fault} splits writes`);
             assert.equal(faulty.text, base.text, `${flavor} ${fault}`);
@@ -100,7 +101,9 @@ describe('sim generation', () => {
       const sim = fast();
       let checked = 0;
       for (let p = 0; p < 8; p++) {
-        const result = await run(sim, dialect, ask(`prompt ${p}`));
+        const result = await run(sim, dialect, ask(`prompt ${p}`), {
+          headers: { 'x-tokenwire-fault': 'multilingual' },
+        });
         const texts = ofType(result.events, 'text');
         for (const event of texts) assert.notEqual(event.text, '');
         const usage = ofType(result.events, 'usage').at(-1)?.usage;

@@ -37,6 +37,11 @@ Load (closed loop unless --rate is given):
 Workload:
   --prompts FILE              One prompt per line, or JSONL: "text", {"prompt": "..."} or
                               {"messages": [{"role": "user", "content": "..."}]}. Default: built-in set
+  --dataset FILE              Your own traffic, as vLLM bench and GuideLLM take it: a JSON array or
+                              JSONL of ShareGPT conversations ({"conversations": [{"from": "human",
+                              "value": "..."}, {"from": "gpt", ...}]}: the first human turn is sent,
+                              the reply's length (~4 characters a token) is the output cap unless
+                              --output-tokens says), prompts ({"prompt": "..."}, "text") or lines
   --input-tokens N|MIN-MAX    Synthetic prompts of about N tokens (common one-token words), different
                               for every request so no prefix cache answers them
   --output-tokens N|MIN-MAX   The output cap per request (max_tokens, num_predict, n_predict...)
@@ -83,6 +88,7 @@ export interface BenchConfig {
   durationMs: number | undefined;
   warmup: number | undefined;
   promptsFile: string | undefined;
+  datasetFile: string | undefined;
   inputTokens: TokenRange | undefined;
   outputTokens: TokenRange | undefined;
   ignoreEos: boolean;
@@ -113,6 +119,7 @@ export function parseBenchArgs(argv: string[]): BenchConfig {
       duration: { type: 'string', short: 'd' },
       warmup: { type: 'string' },
       prompts: { type: 'string' },
+      dataset: { type: 'string' },
       'input-tokens': { type: 'string' },
       'output-tokens': { type: 'string' },
       'ignore-eos': { type: 'boolean', default: false },
@@ -145,6 +152,10 @@ export function parseBenchArgs(argv: string[]): BenchConfig {
     throw new UsageError('give --concurrency (closed loop) or --rate (open loop), not both');
   if (values['input-tokens'] !== undefined && values.prompts !== undefined)
     throw new UsageError('--input-tokens makes synthetic prompts; it cannot be combined with --prompts');
+  if (values.dataset !== undefined && (values.prompts !== undefined || values['input-tokens'] !== undefined))
+    throw new UsageError(
+      '--dataset gives the prompts; it cannot be combined with --prompts or --input-tokens',
+    );
 
   const loads: LoadSpec[] = [];
   if (values.rate !== undefined) {
@@ -224,6 +235,7 @@ export function parseBenchArgs(argv: string[]): BenchConfig {
     durationMs: values.duration === undefined ? undefined : seconds(values.duration, '--duration'),
     warmup: values.warmup === undefined ? undefined : whole(values.warmup, '--warmup', 0),
     promptsFile: values.prompts,
+    datasetFile: values.dataset,
     inputTokens: range(values['input-tokens'], '--input-tokens'),
     outputTokens: range(values['output-tokens'], '--output-tokens'),
     ignoreEos: values['ignore-eos'],

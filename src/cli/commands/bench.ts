@@ -4,12 +4,20 @@ import type { LevelResult } from '../../bench/level-recorder.ts';
 import { describeLoad, type LoadSpec } from '../../bench/load.ts';
 import { type BenchTarget, runLevel } from '../../bench/run-level.ts';
 import { formatLevel, formatNameNotes, formatSweep } from '../../bench/text-report.ts';
-import { createWorkload, type Prompt, parsePrompts, type Workload } from '../../bench/workload.ts';
+import {
+  createWorkload,
+  type DatasetEntry,
+  type Prompt,
+  parseDataset,
+  parsePrompts,
+  type Workload,
+} from '../../bench/workload.ts';
 import type { TimeoutOptions } from '../../client/timeouts.ts';
 import { DIALECT_IDS, type DialectId } from '../../dialects/dialect.ts';
 import { getDialect } from '../../dialects/registry.ts';
+import { requirePackages } from '../../node/optional-package.ts';
 import { type ServedHandler, serve } from '../../node/serve.ts';
-import { createUndiciFetch } from '../../node/undici-fetch.ts';
+import { createUndiciFetch, loadUndici } from '../../node/undici-fetch.ts';
 import { createSim } from '../../sim/create-sim.ts';
 import { BENCH_HELP, type BenchConfig, defaultRequests, parseBenchArgs } from '../bench/bench-options.ts';
 import { ProgressDisplay } from '../bench/progress.ts';
@@ -52,13 +60,35 @@ export async function benchCommand(argv: string[], io: CliIo): Promise<number> {
     }
   }
 
+  let dataset: DatasetEntry[] | undefined;
+  const datasetNotes: string[] = [];
+  if (config.datasetFile !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(config.datasetFile, 'utf8');
+    } catch (error) {
+      throw new UsageError(`cannot read --dataset ${config.datasetFile}: ${(error as Error).message}`);
+    }
+    try {
+      const parsed = parseDataset(text);
+      dataset = parsed.entries;
+      if (parsed.skipped > 0)
+        datasetNotes.push(
+          `--dataset: ${parsed.skipped} record(s) skipped (no user turn, or not a conversation or prompt)`,
+        );
+    } catch (error) {
+      throw new UsageError(`--dataset ${config.datasetFile}: ${(error as Error).message}`);
+    }
+  }
+
   const resolved = await resolveTarget(config);
-  const notes: string[] = [];
+  const notes: string[] = [...datasetNotes];
   try {
     const workload = createWorkload({
       dialect: resolved.target.dialect,
       model: resolved.model,
       prompts,
+      dataset,
       inputTokens: config.inputTokens,
       outputTokens: config.outputTokens,
       ignoreEos: config.ignoreEos,
@@ -74,7 +104,13 @@ export async function benchCommand(argv: string[], io: CliIo): Promise<number> {
 }
 
 async function resolveTarget(config: BenchConfig): Promise<ResolvedTarget> {
+  // Optional peer dependencies: a missing one is named before any load starts.
+  await loadUndici();
   if (config.url === undefined) {
+    requirePackages(
+      ['gpt-tokenizer/encoding/cl100k_base'],
+      'The built-in simulated model (bench without a URL)',
+    );
     const timing: Record<string, number> = { loadMs: config.sim.loadMs ?? 0 };
     if (config.sim.ttftMs !== undefined) timing.ttftMs = config.sim.ttftMs;
     if (config.sim.tokensPerSecond !== undefined) timing.tokensPerSecond = config.sim.tokensPerSecond;

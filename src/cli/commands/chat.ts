@@ -7,6 +7,7 @@ import { TokenwireError } from '../../errors.ts';
 import type { ChatMessage, ChatRequest } from '../../events/chat-request.ts';
 import type { Result } from '../../events/result.ts';
 import type { StreamEvent } from '../../events/stream-event.ts';
+import { requirePackages } from '../../node/optional-package.ts';
 import type { FetchLike } from '../../server/upstream.ts';
 import { createSim } from '../../sim/create-sim.ts';
 import { parseFaults } from '../../sim/faults.ts';
@@ -16,25 +17,30 @@ import { parseHeaders } from '../chat/parse-headers.ts';
 import { parseNumberFlag } from '../chat/parse-number-flag.ts';
 import { resolveEndpoint } from '../chat/resolve-endpoint.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
+import { connectionFailure } from '../probe-upstream.ts';
 
 export const CHAT_HELP = `Usage: tokenwire chat [URL] PROMPT [options]
 
 Streams an answer to the terminal as it arrives, then a footer with the time to first token, tokens
-per second, output tokens and how the answer ended. A cut-off answer (finish "length") and an
+per second (the server's own decode timing when it reports one, else measured after the first token),
+output tokens and how the answer ended. A cut-off answer (finish "length") and an
 incomplete one (connection lost, idle timeout, server error, malformed stream) are marked as such,
 never shown as finished. Ctrl-C cancels: the connection is closed, so the server stops generating.
 
 With no URL the built-in simulated model answers (no server, no weights).
 
-URL is an endpoint (http://localhost:8000/v1/chat/completions, http://localhost:11434/api/chat,
-http://localhost:8080/completion, http://localhost:3000/generate_stream ...) whose path names the
-dialect, or a bare server address (http://localhost:11434), which is probed for its chat endpoint.
+URL is an endpoint (http://localhost:8000/v1/chat/completions, http://localhost:8080/v1/messages,
+http://localhost:8000/v1/responses, http://localhost:11434/api/chat, http://localhost:8080/completion,
+http://localhost:3000/generate_stream ...) whose path names the dialect, or a bare server address
+(http://localhost:11434), which is probed for its chat endpoint.
 
 Options:
   --dialect D              Force the dialect: ${DIALECT_IDS.join(', ')}
   --model NAME             Model name (default: the first one the server lists; "sim" for the simulator)
   --system TEXT            A system message before the prompt
-  --max-tokens N           Output cap (max_tokens, num_predict, n_predict, max_new_tokens)
+  --max-tokens N           Output cap (max_tokens, max_output_tokens, num_predict, n_predict,
+                           max_new_tokens); a Responses answer that says "completed" with as many
+                           output tokens as the cap (llama-server) counts as truncated
   --temperature T          Sampling temperature
   --stop S                 Stop string (repeatable)
   --header 'K: V'          Request header, e.g. 'Authorization: Bearer ...' (repeatable; never printed)
@@ -53,7 +59,8 @@ Options:
 Output: the answer on stdout (reasoning dimmed on stderr); the footer on stderr.
 Exit status: 0 finished; 1 the request failed before any answer (HTTP error, refused connection);
 2 usage error; 3 incomplete (connection lost, idle timeout, server error, malformed stream);
-4 truncated (finish "length"); 130 cancelled with Ctrl-C.
+4 truncated (finish "length": max_tokens, response.incomplete, the cap reached); 130 cancelled
+with Ctrl-C.
 `;
 
 const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
@@ -116,6 +123,10 @@ export async function chatCommand(argv: string[], io: CliIo): Promise<number> {
       timing.tokensPerSecond = parseNumberFlag(values['sim-tps'], '--sim-tps', 'positive');
     if (values['sim-ttft-ms'] !== undefined)
       timing.ttftMs = parseNumberFlag(values['sim-ttft-ms'], '--sim-ttft-ms', 'whole');
+    requirePackages(
+      ['gpt-tokenizer/encoding/cl100k_base'],
+      'The built-in simulated model (chat without a URL)',
+    );
     const sim = createSim({
       timing,
       faults: values['sim-faults'],
@@ -335,5 +346,10 @@ class JsonPrinter implements Printer {
 }
 
 function describe(error: unknown): string {
+  // A refused connection in words, not as the fetch's "fetch failed: connect ECONNREFUSED …".
+  if (error instanceof RequestFailedError && error.code === 'network') {
+    const words = connectionFailure(error);
+    if (words !== undefined) return `cannot reach ${error.url ?? 'the server'}: ${words}`;
+  }
   return error instanceof Error ? error.message : String(error);
 }

@@ -29,9 +29,11 @@ For a stream that "doesn't work": sends one streaming request, shows the raw wir
 read with its size and arrival time, every frame and comment, where the network split frames) and
 then a diagnosis: each finding has a stable id, a severity and a fix.
 
-URL is an endpoint whose path names the dialect (/v1/chat/completions, /v1/completions, /api/chat,
-/api/generate, /completion, /generate_stream) or a bare server address, which is probed. Without
---body the request is a short default prompt in that dialect's own shape, asking for usage.
+URL is an endpoint whose path names the dialect (/v1/chat/completions, /v1/completions, /v1/messages,
+/v1/responses, /api/chat, /api/generate, /completion, /generate_stream) or a bare server address, which
+is probed. Without --body the request is a short default prompt in that dialect's own shape, asking for
+usage. The request's output cap is checked against the output count: a Responses stream that says
+"completed" with as many tokens as max_output_tokens was cut (llama-server does that).
 
 Options:
   --dialect D            Force the dialect: ${DIALECT_IDS.join(', ')}
@@ -39,7 +41,8 @@ Options:
   --header 'K: V'        Request header (repeatable; credentials are never printed)
   --model NAME           Model for the default body (default: the first one the server lists)
   --prompt TEXT          Prompt for the default body (default: "${DEFAULT_INSPECT_PROMPT}")
-  --max-tokens N         Output cap for the default body (default ${DEFAULT_MAX_TOKENS})
+  --max-tokens N         Output cap for the default body (default ${DEFAULT_MAX_TOKENS}); with --file, the cap
+                         the captured request had (to tell a Responses "completed" at the cap as cut)
   --stop S               Stop string for the default body (repeatable); checked against the text
   --timeout-ms N         Stop after N ms in all (default ${DEFAULT_TIMEOUT_MS})
   --idle-timeout-ms N    Stop when no byte arrives for N ms (default ${DEFAULT_IDLE_TIMEOUT_MS})
@@ -110,6 +113,8 @@ export async function inspectCommand(argv: string[], io: CliIo): Promise<number>
       throw new UsageError(`cannot read --file ${values.file}: ${(error as Error).message}`);
     }
     recording = recordingFromBytes(bytes, values.dialect as DialectId | undefined, values.file);
+    if (values['max-tokens'] !== undefined)
+      recording.outputCap = parseNumberFlag(values['max-tokens'], '--max-tokens', 'whole');
   } else {
     if (target === undefined) throw new UsageError('inspect needs a URL (or --file PATH)');
     recording = await captureLive(target, values, io);
