@@ -58,7 +58,8 @@ export class MetricsRecorder {
     if (this.#frameHadContent) return;
     if (
       event.type === 'text' ||
-      event.type === 'reasoning' ||
+      // A reasoning event with no text carries only a signature (Messages): not content.
+      (event.type === 'reasoning' && event.text !== '') ||
       (event.type === 'tool-call-delta' && event.argumentsDelta !== '') ||
       (event.type === 'tool-call' && event.arguments !== '')
     ) {

@@ -3,12 +3,22 @@ import { runStream, type StreamOptions } from '../client/run-stream.ts';
 import type { MidStreamError } from '../dialects/dialect.ts';
 import { type Dialect, type DialectId, RequestError } from '../dialects/dialect.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
+import { untranslatableFields } from '../dialects/request-field-table.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
+import type { Frame } from '../wire/frame.ts';
+import { clientBucket, clientIdentityOf } from './client-identity.ts';
 import { abortSignalOf } from './client-signal.ts';
 import { type FlushPolicy, isCoalescing, TextCoalescer } from './coalescer.ts';
-import { errorMessage, errorResponse, upstreamFailureResponse } from './gateway-errors.ts';
+import {
+  clientStatusFor,
+  describeUpstreamFailure,
+  errorMessage,
+  errorResponse,
+  upstreamFailureResponse,
+  withoutAddresses,
+} from './gateway-errors.ts';
 import { GatewayMetrics, type StreamOutcome } from './gateway-metrics.ts';
 import {
   GatewayTelemetry,
@@ -33,13 +43,16 @@ import { endFigures, type RequestEnd, requestLogRecord } from './request-end.ts'
 import { requestIdFor } from './request-id.ts';
 import { type EndState, type LogLevel, type RequestLog, redactUrls } from './request-log.ts';
 import { type DirectBody, directOnlyResponse, takesDirectResponse } from './response-output.ts';
-import { parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
+import { NoSuchEventError, parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
 import { resumedBody } from './resumed-body.ts';
 import { RouteLabelSets } from './route-label-sets.ts';
+import { type SideRouteContext, sideRoute } from './side-routes.ts';
 import { randomStreamId } from './stream-id.ts';
 import { StreamRelay } from './stream-relay.ts';
+import { tokenCountRoute } from './token-count-route.ts';
 import { pickUpstreamDialect, type Upstream } from './upstream.ts';
 import { forwardedHeaders, pickUpstream, upstreamBody } from './upstream-request.ts';
+import { VerbatimFrames } from './verbatim-frames.ts';
 
 export type { GatewayTelemetryOptions } from './gateway-telemetry.ts';
 export type { EndState, LogLevel, RequestLog } from './request-log.ts';
@@ -62,6 +75,22 @@ export interface GatewayOptions {
   detachedTimeoutMs?: number | undefined;
   /** Default flush policy: per event. Coalescing only when asked. */
   flush?: FlushPolicy | undefined;
+  /**
+   * Drop request fields the upstream's dialect cannot carry instead of refusing the request (LiteLLM's
+   * `drop_params`); a request's own `"drop_params"` wins. The response names them in
+   * `x-tokenwire-dropped-params`. Off by default: such a request is a 400 naming the fields.
+   */
+  dropParams?: boolean | undefined;
+  /**
+   * How a stream is relayed when the client and the upstream speak the same dialect: `verbatim` writes
+   * each upstream payload as it came — decoded all the same, for completeness, errors, usage and
+   * metrics — so every field the server sent arrives; `re-encode` writes the normalized events in the
+   * dialect's default flavor. By default the six older dialects are verbatim, and Messages and Responses
+   * are re-encoded: their servers' own shapes differ from the providers' (llama-server's Responses
+   * stream breaks the `openai` SDK), and the default flavor is the one the SDKs read. Plain text,
+   * coalescing, an echoed prompt and a configured flavor always re-encode.
+   */
+  sameDialectRelay?: 'verbatim' | 're-encode' | undefined;
   /** Largest request body. Default 4 MiB. */
   maxBodyBytes?: number | undefined;
   /** How long to wait for the upstream's headers so its HTTP errors can be passed on as such. Default 1000. */
@@ -98,6 +127,9 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+/** Same-dialect streams re-encoded unless `sameDialectRelay: 'verbatim'` (see GatewayOptions). */
+const RE_ENCODED_BY_DEFAULT = new Set<DialectId>(['openai-responses', 'anthropic-messages']);
+
 /** The dialects that stream unless told otherwise (`stream` absent). */
 const STREAMS_BY_DEFAULT = new Set<DialectId>(['ollama-chat', 'ollama-generate', 'tgi']);
 
@@ -120,6 +152,8 @@ interface Relay {
 interface ActiveStream {
   /** Undefined until the upstream answered. */
   relay: Relay | undefined;
+  /** A same-dialect stream's payloads, written as the upstream wrote them; undefined when re-encoded. */
+  verbatim: { frames: VerbatimFrames; relay: StreamRelay } | undefined;
   /** Text held by a coalescing flush policy, written before the stream's ending. */
   coalescer: TextCoalescer | undefined;
   upstreamAbort: AbortController;
@@ -147,6 +181,8 @@ interface Scope {
   startedAt: number;
   format: OutputFormat;
   trace: RequestTelemetry | undefined;
+  /** Request fields dropped because the upstream's dialect has no counterpart (`drop_params`). */
+  dropped?: string | undefined;
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
@@ -233,7 +269,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       await telemetry.ready();
       trace = telemetry.start(request, target.path, requestId);
     }
-    const scope: Scope = { requestId, startedAt: now(), format: 'dialect', trace };
+    const scope: Scope = { requestId, startedAt: now(), format: 'dialect', trace, dropped: undefined };
     let response: Response;
     try {
       response = await handleGeneration(dialect, request, target, scope, tgiRoot);
@@ -245,6 +281,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       );
     }
     response.headers.set('x-request-id', requestId);
+    if (scope.dropped !== undefined) response.headers.set('x-tokenwire-dropped-params', scope.dropped);
     return response;
   }
 
@@ -271,8 +308,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     let chat: ChatRequest;
     let includePrompt: boolean;
     let flush: FlushPolicy | undefined;
+    let dropAllowed = options.dropParams === true;
     try {
       const extensions = readStreamExtensions(await readJsonBody(request, maxBodyBytes));
+      const asked = takeDropParams(extensions.body);
+      if (asked !== undefined) dropAllowed = asked;
       chat = dialect.fromRequestBody(extensions.body);
       body = extensions.body as Record<string, unknown>;
       includePrompt = extensions.includePrompt;
@@ -286,6 +326,19 @@ export function createGateway(options: GatewayOptions): Gateway {
     // TGI and llama-server requests name no model: they mean the one the server runs.
     if (chat.model === undefined && upstream.models?.[0] !== undefined) chat.model = upstream.models[0];
     const upstreamDialect = getDialect(pickUpstreamDialect(upstream, dialect.id, chat));
+    // Lossless, or loud: what the upstream's dialect cannot carry is refused, or dropped when allowed
+    // (then named in a response header).
+    const lost = untranslatableFields(chat, dialect.id, upstreamDialect.id);
+    if (lost.length > 0 && !dropAllowed) {
+      return reject(
+        dialect,
+        scope,
+        400,
+        `${lost.join(', ')}: no counterpart in the ${upstreamDialect.id} dialect of the upstream; send "drop_params": true to drop ${lost.length === 1 ? 'it' : 'them'}`,
+        'invalid_request_error',
+      );
+    }
+    if (lost.length > 0) scope.dropped = lost.join(', ');
     const labels = labelSets.of(dialect.id, upstream.name);
     metrics.requests.inc(labels);
     // TGI's `POST /` streams only with `stream: true`; its /generate_stream always streams. Plain text
@@ -358,9 +411,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (!result.complete) {
         const outcome: StreamOutcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
         metrics.streams.inc(labelSets.with(labels, 'outcome', outcome));
-        const message = `the upstream stream was incomplete: ${redactUrls(result.error?.message ?? result.incomplete ?? '')}`;
-        done(scope, Object.assign({}, base, { status: 502, outcome, result, endState: outcome, ttftMs }));
-        return errorResponse(dialect, scope.format, 502, message, 'upstream_error');
+        const message = `the upstream stream was incomplete: ${withoutAddresses(result.error?.message ?? result.incomplete ?? '')} (request id ${scope.requestId})`;
+        // The status the upstream's error event carried (llama-server's context-full 400/500), else 502.
+        const status = clientStatusFor(result.error?.status ?? 502);
+        done(scope, Object.assign({}, base, { status, outcome, result, endState: outcome, ttftMs }));
+        return errorResponse(dialect, scope.format, status, message, 'upstream_error');
       }
       metrics.streams.inc(labelSets.with(labels, 'outcome', 'completed'));
       if (result.truncated) metrics.truncated.inc(labels);
@@ -389,7 +444,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     includePrompt: boolean,
     flush: FlushPolicy | undefined,
   ): Promise<Response> {
-    const { dialect, request, scope, chat, upstream, labels, target, runOptions, base, upstreamAbort } = call;
+    const { dialect, request, scope, chat, labels, target, runOptions, base, upstreamAbort } = call;
     const trace = scope.trace;
     const startedAt = scope.startedAt;
     const flavor = options.flavors?.[dialect.id];
@@ -403,7 +458,26 @@ export function createGateway(options: GatewayOptions): Gateway {
     const sse = scope.format !== 'text' && dialect.framing === 'sse';
     // The relay is built once the upstream has answered (see below), before any of its events: until
     // then no relay's set-up stands between the client's request and the upstream's. Undefined before.
-    const entry: ActiveStream = { relay: undefined, coalescer: undefined, upstreamAbort };
+    const entry: ActiveStream = {
+      relay: undefined,
+      verbatim: undefined,
+      coalescer: undefined,
+      upstreamAbort,
+    };
+    // A same-dialect stream goes to the client as the upstream wrote it (every choice, logprob and extra
+    // field), unless the gateway must rewrite it: plain text, coalescing, an echoed prompt, or a flavor
+    // the operator chose for this dialect.
+    const verbatim =
+      scope.format === 'dialect' &&
+      target.dialect === dialect.id &&
+      flavor === undefined &&
+      !isCoalescing(flush) &&
+      echoed === '' &&
+      (options.sameDialectRelay === 'verbatim' ||
+        (options.sameDialectRelay === undefined && !RE_ENCODED_BY_DEFAULT.has(dialect.id)));
+    // The gateway asks an OpenAI upstream for usage itself; a client that did not ask does not get it.
+    const dropUsageOnly =
+      !includeUsage && (dialect.id === 'openai-chat' || dialect.id === 'openai-completions');
     let detachTimer: ReturnType<typeof setTimeout> | undefined;
     let left = false;
     const clientGone = () => {
@@ -429,8 +503,20 @@ export function createGateway(options: GatewayOptions): Gateway {
             'x-accel-buffering': 'no',
             'x-tokenwire-stream-id': streamId,
           });
+    // Who opened the stream (issue 21): only the same key resumes it; its bucket bounds its share.
+    const identity = clientIdentityOf(request);
+    const owner = identity.owner;
+    const client = clientBucket(identity);
     const openInStore = (headers: Record<string, string>) =>
-      store.open(streamId, { dialect: dialect.id, flavor, headers, model, createdAt: Date.now() });
+      store.open(streamId, {
+        dialect: dialect.id,
+        flavor,
+        headers,
+        model,
+        createdAt: Date.now(),
+        owner,
+        client,
+      });
     // The stream is registered before its first frame. The in-memory store registers it as it is
     // called, so it is opened once the upstream has answered, with the relay: everything done before the
     // upstream request's socket write delays the TTFT at one stream. Another store
@@ -441,19 +527,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       headers = responseHeaders();
       await openInStore(headers);
     }
+    const streamRelay = (): StreamRelay => {
+      const relay = new StreamRelay({
+        streamId,
+        dialect,
+        encoder: dialect.createEncoder({ flavor, includeUsage, model }),
+        store,
+        retryMs,
+        now,
+        onCancel: () => clientGone(),
+      });
+      if (verbatim) {
+        entry.verbatim = {
+          frames: new VerbatimFrames((data, kind) => relay.payload(data, kind), dropUsageOnly),
+          relay,
+        };
+      }
+      return relay;
+    };
     const startRelay = (): Relay => {
       const started: Relay =
-        scope.format === 'text'
-          ? new PlainTextRelay({ now, onCancel: () => clientGone() })
-          : new StreamRelay({
-              streamId,
-              dialect,
-              encoder: dialect.createEncoder({ flavor, includeUsage, model }),
-              store,
-              retryMs,
-              now,
-              onCancel: () => clientGone(),
-            });
+        scope.format === 'text' ? new PlainTextRelay({ now, onCancel: () => clientGone() }) : streamRelay();
       // The gateway coalesces itself (not the relay), so the echoed prompt is never merged into the answer.
       entry.coalescer = isCoalescing(flush)
         ? new TextCoalescer(flush, (event) => started.event(event))
@@ -479,21 +573,29 @@ export function createGateway(options: GatewayOptions): Gateway {
       // An error status is not "ready": the run rejects with it right after, and it is passed on as such.
       Object.assign({}, runOptions, {
         onResponse: (response: Response) => (response.ok ? wake?.() : undefined),
+        onFrame: verbatim ? (frame: Frame) => entry.verbatim?.frames.frame(frame) : undefined,
       }),
       {
         onEvent: (event) => {
-          if (event.type === 'error') return; // written once, as the stream's ending
           if (
             firstContentAt === undefined &&
-            (event.type === 'text' || event.type === 'reasoning' || event.type === 'tool-call-delta')
+            (event.type === 'text' ||
+              (event.type === 'reasoning' && event.text !== '') ||
+              event.type === 'tool-call-delta')
           ) {
             firstContentAt = now();
             trace?.firstToken(firstContentAt - startedAt);
           }
-          if (entry.coalescer !== undefined) entry.coalescer.push(event);
+          if (entry.verbatim !== undefined) entry.verbatim.frames.event(event);
+          else if (event.type === 'error')
+            return; // written once, as the stream's ending
+          else if (entry.coalescer !== undefined) entry.coalescer.push(event);
           else entry.relay!.event(event);
         },
-        afterChunk: () => entry.relay!.flushEncoder(),
+        afterChunk: () => {
+          entry.verbatim?.frames.flush();
+          entry.relay!.flushEncoder();
+        },
         backpressure: () => entry.relay!.backpressure(),
         consumer: upstreamAbort,
       },
@@ -515,8 +617,13 @@ export function createGateway(options: GatewayOptions): Gateway {
           let outcome: StreamOutcome;
           let endState: EndState;
           let closing: 'complete' | 'failed' | 'cancelled';
+          const relayed = entry.verbatim;
           if (result.complete) {
-            relay.end(result);
+            // A verbatim stream's ending (its `[DONE]`, `done: true` line…) was the upstream's own.
+            if (relayed !== undefined) {
+              relayed.frames.flush();
+              relayed.relay.endAsRelayed();
+            } else relay.end(result);
             outcome = 'completed';
             endState = result.truncated ? 'truncated' : 'completed';
             closing = 'complete';
@@ -526,10 +633,24 @@ export function createGateway(options: GatewayOptions): Gateway {
             outcome = 'cancelled';
             endState = 'cancelled';
             closing = 'cancelled';
+          } else if (
+            relayed !== undefined &&
+            result.incomplete === 'server-error' &&
+            relayed.frames.sawError
+          ) {
+            // The upstream wrote its own error event, which went on as it was: nothing to add.
+            relayed.frames.flush();
+            relayed.relay.endAsRelayed();
+            outcome = 'error';
+            endState = outcome;
+            closing = 'failed';
           } else {
+            // A refused payload is not passed on; anything else the upstream wrote before the failure is.
+            if (result.incomplete === 'malformed') relayed?.frames.discard();
+            else relayed?.frames.flush();
             relay.fail(
               {
-                message: `upstream ${upstream.name}: ${redactUrls(result.error?.message ?? result.incomplete ?? 'the stream failed')}`,
+                message: `the upstream failed: ${withoutAddresses(result.error?.message ?? result.incomplete ?? 'the stream failed')} (request id ${scope.requestId})`,
                 status: result.error?.status ?? 502,
                 errorType: result.error?.errorType,
               },
@@ -571,8 +692,9 @@ export function createGateway(options: GatewayOptions): Gateway {
         const relay = entry.relay;
         try {
           entry.coalescer?.flush();
+          entry.verbatim?.frames.flush();
           relay.fail({
-            message: `upstream ${upstream.name}: ${redactUrls(errorMessage(error))}`,
+            message: `${describeUpstreamFailure(error).message} (request id ${scope.requestId})`,
             status: 502,
           });
           if (sse) store.close(streamId, 'failed').catch(() => {});
@@ -628,7 +750,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const output = result.usage?.outputTokens ?? result.metrics.outputTokens;
     if (output !== undefined && output > 0) {
       metrics.outputTokens.inc(
-        labelSets.with(labels, 'source', result.usage?.outputTokens === undefined ? 'estimate' : 'server'),
+        labelSets.with(labels, 'source', result.metrics.outputTokensEstimated ? 'estimate' : 'server'),
         output,
       );
     }
@@ -638,7 +760,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   function upstreamFailure(call: Call, error: unknown): Response {
     const { dialect, scope, labels } = call;
     metrics.streams.inc(labelSets.with(labels, 'outcome', 'error'));
-    const response = upstreamFailureResponse(dialect, scope.format, call.upstream.name, error);
+    const response = upstreamFailureResponse(dialect, scope.format, error, scope.requestId);
     done(
       scope,
       Object.assign({}, call.base, {
@@ -665,21 +787,44 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     let subscription: Awaited<ReturnType<ResumeStore['subscribe']>>;
     try {
-      subscription = await store.subscribe(parsed.streamId, parsed.seq, abortSignalOf(request.signal));
+      // The owner is what the guard established (a key it accepted), never anything the client sent.
+      subscription = await store.subscribe(
+        parsed.streamId,
+        parsed.seq,
+        abortSignalOf(request.signal),
+        clientIdentityOf(request).owner,
+      );
     } catch (error) {
       if (error instanceof ResumeGapError) {
         metrics.resumes.inc({ result: 'gone' });
         return reject(dialect, scope, 410, `cannot resume: ${error.message}`);
       }
-      throw error;
+      if (error instanceof NoSuchEventError) {
+        metrics.resumes.inc({ result: 'no-such-event' });
+        return reject(dialect, scope, 404, `cannot resume: ${error.message}`);
+      }
+      // The store is unreachable (Redis restarting): a retryable refusal in the dialect's shape.
+      metrics.resumes.inc({ result: 'error' });
+      return reject(
+        dialect,
+        scope,
+        503,
+        `cannot resume: the resume store failed: ${redactUrls(errorMessage(error))}`,
+        'unavailable_error',
+      );
     }
     if (subscription === undefined) {
       metrics.resumes.inc({ result: 'unknown' });
       return reject(dialect, scope, 404, 'cannot resume: the stream is unknown or expired');
     }
     metrics.resumes.inc({ result: 'ok' });
-    const body = resumedBody(subscription, parsed.streamId, parsed.seq, retryMs, () =>
-      done(scope, { route: dialect.id, status: 200, outcome: 'resumed', streamId: parsed.streamId }),
+    const body = resumedBody(
+      subscription,
+      parsed.streamId,
+      parsed.seq,
+      retryMs,
+      () => done(scope, { route: dialect.id, status: 200, outcome: 'resumed', streamId: parsed.streamId }),
+      keepaliveMs,
     );
     return new Response(body, { status: 200, headers: subscription.meta.headers });
   }
@@ -689,6 +834,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     for (const upstream of options.upstreams) for (const model of upstream.models ?? []) names.add(model);
     return [...names];
   }
+
+  /** The servers' informational routes (side-routes.ts). */
+  const sideRoutes: SideRouteContext = {
+    upstreams: options.upstreams,
+    models: listModels,
+    closing: () => closing,
+    maxBodyBytes,
+    generate: (request) => handleRoute(getDialect('tgi'), request, requestTarget(request), true),
+  };
 
   async function handle(request: IncomingRequest): Promise<Response> {
     const target = requestTarget(request);
@@ -715,6 +869,11 @@ export function createGateway(options: GatewayOptions): Gateway {
           return Response.json(ollamaTags(listModels()));
       }
     }
+    // Issue 20: the Messages and Responses token-counting routes (token-count-route.ts).
+    const counted = tokenCountRoute(request, target, sideRoutes);
+    if (counted !== undefined) return counted;
+    const side = sideRoute(request, target, sideRoutes);
+    if (side !== undefined) return side;
     const fallback = options.fallback === undefined ? undefined : await options.fallback(toRequest(request));
     if (fallback !== undefined) return fallback;
     return Response.json(
@@ -753,6 +912,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       await store.shutdown();
     },
   };
+}
+
+/** Takes the request's own `drop_params` (LiteLLM's convention) out of the body: it is the gateway's. */
+function takeDropParams(body: unknown): boolean | undefined {
+  if (typeof body !== 'object' || body === null || !('drop_params' in body)) return undefined;
+  const record = body as Record<string, unknown>;
+  const value = record.drop_params;
+  delete record.drop_params;
+  if (typeof value !== 'boolean')
+    throw new RequestError('drop_params must be true or false', { field: 'drop_params' });
+  return value;
 }
 
 function delay(ms: number): Promise<void> {

@@ -338,7 +338,7 @@ describe('tgi dialect', () => {
       topP: 0.95,
       seed: 7,
       stop: ['\n'],
-      extra: { parameters: { details: true, do_sample: true, repetition_penalty: 1.1 } },
+      extra: { parameters: { repetition_penalty: 1.1 } },
     });
     assert.deepEqual(tgi.toRequestBody(request), {
       inputs: 'What is Deep Learning?',
@@ -349,12 +349,21 @@ describe('tgi dialect', () => {
         top_p: 0.95,
         seed: 7,
         stop: ['\n'],
-        details: true,
-        do_sample: true,
         repetition_penalty: 1.1,
+        details: true,
       },
       stream: true,
     });
+  });
+
+  it("reads TGI's greedy default as temperature 0, and do_sample without a temperature as TGI's 1", () => {
+    // TGI decodes greedily unless do_sample or a sampling field says otherwise (NextTokenChooser).
+    assert.equal(tgi.fromRequestBody({ inputs: 'x' }).temperature, 0);
+    assert.equal(tgi.fromRequestBody({ inputs: 'x', parameters: { max_new_tokens: 5 } }).temperature, 0);
+    assert.equal(tgi.fromRequestBody({ inputs: 'x', parameters: { do_sample: false } }).temperature, 0);
+    assert.equal(tgi.fromRequestBody({ inputs: 'x', parameters: { do_sample: true } }).temperature, 1);
+    assert.equal(tgi.fromRequestBody({ inputs: 'x', parameters: { top_k: 5 } }).temperature, 1);
+    assert.equal(tgi.fromRequestBody({ inputs: 'x', parameters: { temperature: 0.3 } }).temperature, 0.3);
   });
 
   it('renders chat turns and turns values TGI would refuse into what it accepts', () => {

@@ -19,7 +19,14 @@ type Expect =
   | { status: number }
   | { check: (result: Result, dialect: DialectId) => void };
 
-const SSE_DIALECTS = new Set<DialectId>(['openai-chat', 'openai-completions', 'llamacpp', 'tgi']);
+const SSE_DIALECTS = new Set<DialectId>([
+  'openai-chat',
+  'openai-completions',
+  'llamacpp',
+  'tgi',
+  'openai-responses',
+  'anthropic-messages',
+]);
 const OPENAI = new Set<DialectId>(['openai-chat', 'openai-completions']);
 
 const CASES: [string, Expect | ((dialect: DialectId) => Expect)][] = [
@@ -42,7 +49,10 @@ const CASES: [string, Expect | ((dialect: DialectId) => Expect)][] = [
       check: (result, dialect) =>
         assert.equal(
           result.metrics.outputTokensEstimated,
-          OPENAI.has(dialect) || dialect.startsWith('ollama'),
+          OPENAI.has(dialect) ||
+            dialect.startsWith('ollama') ||
+            dialect === 'openai-responses' ||
+            dialect === 'anthropic-messages',
         ),
     },
   ],
@@ -57,7 +67,7 @@ const CASES: [string, Expect | ((dialect: DialectId) => Expect)][] = [
   ['control-tokens|natural', { check: (result) => assert.match(result.text, /<\|eot_id\|>/) }],
   ['status=429', { status: 429 }],
   ['status=400', { status: 400 }],
-  ['status=503', { status: 502 }],
+  ['status=503', { status: 503 }],
 ];
 
 describe('simulator faults through the gateway, for a client of each dialect', () => {

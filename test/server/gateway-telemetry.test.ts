@@ -202,7 +202,7 @@ describe('gateway OpenTelemetry (in-memory exporters)', () => {
     outputs.set(id, output);
   });
 
-  it('an upstream HTTP error before the stream: 502 to the client, the upstream status on the spans', async () => {
+  it('an upstream HTTP error before the stream: its status to the client, and on the spans', async () => {
     const id = 'req-status';
     const failure = await complete({
       url: url(),
@@ -210,10 +210,10 @@ describe('gateway OpenTelemetry (in-memory exporters)', () => {
       headers: { 'x-request-id': id },
     }).catch((error: unknown) => error);
     assert.ok(failure instanceof HttpError);
-    assert.equal(failure.status, 502);
+    assert.equal(failure.status, 503);
     assert.equal(failure.headers['x-request-id'], id, 'the request id comes back on errors too');
     const span = await serverSpan(id);
-    assert.equal(span.attributes['http.response.status_code'], 502);
+    assert.equal(span.attributes['http.response.status_code'], 503);
     assert.equal(span.attributes['tokenwire.stream.end_state'], 'error');
     assert.equal(span.attributes['error.type'], '503');
     assert.equal(span.status.code, SpanStatusCode.ERROR);

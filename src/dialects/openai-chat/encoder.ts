@@ -88,7 +88,8 @@ export class OpenAiChatEncoder implements DialectEncoder {
         this.#content({ content: event.text }, sink);
         return;
       case 'reasoning':
-        if (this.#flavor === 'tgi') return; // TGI's chat stream has no reasoning field
+        // TGI's chat stream has no reasoning field; a signature alone (Messages) has no place here.
+        if (this.#flavor === 'tgi' || event.text === '') return;
         this.#content(
           this.#flavor.startsWith('llamacpp')
             ? { reasoning_content: event.text }

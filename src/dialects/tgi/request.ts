@@ -3,6 +3,7 @@ import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   dropUndefined,
   extraFields,
+  formatSchema,
   optionalBoolean,
   optionalNumber,
   optionalStopList,
@@ -19,14 +20,22 @@ const KNOWN_PARAMETERS = new Set([
   'seed',
   'stop',
   'frequency_penalty',
+  'repetition_penalty',
+  'grammar',
+  // Read into the normalized sampling (greedy or not) and the answer's shape, which the gateway writes.
+  'do_sample',
+  'details',
+  'decoder_input_details',
 ]);
 
 /**
  * `POST /generate_stream` (or `POST /` with `stream`) body -> normalized request:
  * `{"inputs": "...", "parameters": {...}, "stream"?: bool}`. Validated as TGI's router does:
  * `max_new_tokens`, `temperature` and `top_k` strictly positive, `top_p` strictly between 0 and 1.
- * TGI's other parameters (`details`, `do_sample`, `return_full_text`, `repetition_penalty`,
- * `truncate`, `grammar`…) travel in `extra.parameters`; other top-level fields in `extra`.
+ * `do_sample` (with the sampling fields) says greedy or sampled: greedy is temperature 0. `details` and
+ * `decoder_input_details` shape the answer the gateway writes. `repetition_penalty` and a JSON `grammar`
+ * (`{type: "json", value: schema}`) are normalized; TGI's other parameters (`return_full_text`, `truncate`,
+ * a `regex` grammar…) travel in `extra.parameters`; other top-level fields in `extra`.
  */
 export function tgiFromBody(input: unknown): ChatRequest {
   const body = requireRecord(input);
@@ -59,12 +68,30 @@ export function tgiFromBody(input: unknown): ChatRequest {
     request.frequencyPenalty = optionalNumber(parameters, 'frequency_penalty', {
       path: p('frequency_penalty'),
     });
+    request.repetitionPenalty = strictlyPositive(parameters, 'repetition_penalty');
+    const grammar = parameters.grammar;
+    let keptGrammar: unknown;
+    if (grammar !== undefined && grammar !== null) {
+      if (!isRecord(grammar) || typeof grammar.type !== 'string')
+        throw new RequestError('parameters.grammar must be {type, value}', { field: p('grammar') });
+      if (grammar.type === 'json' && isRecord(grammar.value))
+        request.responseFormat = { type: 'json_schema', schema: grammar.value };
+      else keptGrammar = grammar;
+    }
     for (const key of ['details', 'do_sample', 'return_full_text', 'decoder_input_details', 'watermark']) {
       optionalBoolean(parameters, key, p(key));
     }
+    greedyOrSampled(parameters, request);
     const rest = extraFields(parameters, KNOWN_PARAMETERS);
-    if (rest !== undefined) extra.parameters = rest;
+    // A regex grammar (or a JSON one given as text) has no normalized form: kept as it came.
+    if (keptGrammar !== undefined) {
+      const kept = rest ?? {};
+      kept.grammar = keptGrammar;
+      extra.parameters = kept;
+    } else if (rest !== undefined) extra.parameters = rest;
   }
+  // No parameters at all: TGI's greedy default.
+  else request.temperature = 0;
   if (Object.keys(extra).length > 0) request.extra = extra;
   return dropUndefined(request);
 }
@@ -89,12 +116,33 @@ export function tgiToBody(request: ChatRequest): JsonRecord {
   if (request.seed !== undefined && request.seed >= 0) parameters.seed = request.seed;
   if (request.stop !== undefined) parameters.stop = request.stop;
   if (request.frequencyPenalty !== undefined) parameters.frequency_penalty = request.frequencyPenalty;
+  if (request.repetitionPenalty !== undefined && request.repetitionPenalty > 0)
+    parameters.repetition_penalty = request.repetitionPenalty;
+  if (request.responseFormat !== undefined && request.responseFormat.type !== 'text')
+    parameters.grammar = { type: 'json', value: formatSchema(request.responseFormat) };
   const extra = request.extra ?? {};
   if (isRecord(extra.parameters)) Object.assign(parameters, extra.parameters);
   parameters.details ??= true;
   const body: JsonRecord = { inputs: renderPrompt(request), parameters, stream: true };
   for (const [key, value] of Object.entries(extra)) if (!(key in body)) body[key] = value;
   return body;
+}
+
+/**
+ * TGI decodes greedily unless `do_sample` is true or a sampling field changes the distribution
+ * (its `NextTokenChooser`: temperature ≠ 1, top_k, top_p < 1, typical_p < 1): greedy is temperature 0 in
+ * every other dialect. Sampling with no temperature given is TGI's temperature 1 (llama-server's own
+ * default is 0.8, so it is said).
+ */
+function greedyOrSampled(parameters: JsonRecord, request: ChatRequest): void {
+  const typicalP = parameters.typical_p;
+  const warped =
+    (request.temperature !== undefined && request.temperature !== 1) ||
+    request.topK !== undefined ||
+    (request.topP !== undefined && request.topP < 1) ||
+    (typeof typicalP === 'number' && typicalP < 1);
+  if (parameters.do_sample === true || warped) request.temperature ??= 1;
+  else request.temperature = 0;
 }
 
 function strictlyPositive(parameters: JsonRecord, key: string, integer = false): number | undefined {

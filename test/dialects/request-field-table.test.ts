@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { DIALECTS } from '../../src/dialects/registry.ts';
+import { REQUEST_FIELDS, untranslatableFields } from '../../src/dialects/request-field-table.ts';
+import { translationMarkdown } from '../../src/dialects/translation-markdown.ts';
+import type { ChatRequest } from '../../src/events/chat-request.ts';
+import { repoRoot } from '../helpers/paths.ts';
+
+/** A value of each normalized field that no dialect would leave out as a default. */
+const SAMPLES: Partial<Record<keyof ChatRequest, unknown>> = {
+  temperature: 0.5,
+  topP: 0.5,
+  topK: 5,
+  seed: 7,
+  frequencyPenalty: 0.5,
+  presencePenalty: 0.5,
+  maxTokens: 9,
+  stop: ['zz'],
+  tools: [{ name: 'f', description: 'd', parameters: { type: 'object', properties: {} } }],
+  toolChoice: 'required',
+  reasoning: 'high',
+  reasoningBudgetTokens: 1024,
+  responseFormat: { type: 'json_object' },
+};
+
+function at(body: unknown, path: string): unknown {
+  let value: unknown = body;
+  for (const key of path.split('.')) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+}
+
+/**
+ * The translation table (src/dialects/request-field-table.ts) against the request mapping: each cell
+ * that names a body path is where the dialect's toRequestBody writes the field, so the table, the
+ * mapping and docs/translation.md cannot drift apart.
+ */
+describe('request field table', () => {
+  it('has a cell for every registered dialect in every row', () => {
+    for (const row of REQUEST_FIELDS) {
+      for (const id of Object.keys(DIALECTS)) {
+        assert.ok(id in row.wire, `${String(row.field)}: no cell for ${id}`);
+      }
+    }
+  });
+
+  for (const row of REQUEST_FIELDS) {
+    it(`${String(row.field)}: every dialect with a counterpart writes it where the table says`, () => {
+      const sample = SAMPLES[row.field];
+      assert.ok(sample !== undefined, `no sample value for ${String(row.field)}`);
+      for (const [id, path] of Object.entries(row.wire)) {
+        if (path === null || path === undefined) continue;
+        const dialect = DIALECTS[id];
+        if (dialect === undefined) continue;
+        const request: ChatRequest = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+        (request as Record<string, unknown>)[row.field] = sample;
+        if (row.field === 'toolChoice') request.tools = SAMPLES.tools as ChatRequest['tools'];
+        if (row.field === 'reasoningBudgetTokens') request.reasoning = true;
+        const body = dialect.toRequestBody(request);
+        assert.notEqual(at(body, path), undefined, `${id} does not write ${String(row.field)} at ${path}`);
+      }
+    });
+  }
+
+  it('lists what a translation loses in the client’s own names, and nothing for a same-dialect call', () => {
+    const request: ChatRequest = {
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [{ name: 'f' }],
+      toolChoice: 'required',
+      temperature: 0.2,
+      extra: { n: 2, options: { mirostat: 2 } },
+    };
+    assert.deepEqual(untranslatableFields(request, 'openai-chat', 'openai-chat'), []);
+    assert.deepEqual(untranslatableFields(request, 'openai-chat', 'llamacpp'), [
+      'tools',
+      'tool_choice',
+      'n',
+      'options.mirostat',
+    ]);
+    // `auto` is every server's own choice: it needs no counterpart.
+    assert.deepEqual(
+      untranslatableFields({ tools: [{ name: 'f' }], toolChoice: 'auto' }, 'openai-chat', 'ollama-chat'),
+      [],
+    );
+  });
+
+  it('is what docs/translation.md says (node scripts/translation-table.mjs writes it)', () => {
+    assert.equal(readFileSync(join(repoRoot, 'docs/translation.md'), 'utf8'), translationMarkdown());
+  });
+});
