@@ -1,4 +1,4 @@
-import type { DialectId } from '../src/dialects/dialect.ts';
+import type { DialectId, FrameKind } from '../src/dialects/dialect.ts';
 import { frameText } from '../src/dialects/frame-text.ts';
 import { getDialect } from '../src/dialects/registry.ts';
 import type { StreamEvent } from '../src/events/stream-event.ts';
@@ -77,7 +77,7 @@ export function encodeStream(dialect: DialectId, pieces: readonly string[]): Dec
   });
   const parts: string[] = [];
   let frames = 0;
-  const sink = (data: string, kind?: 'legacy-error-field'): void => {
+  const sink = (data: string, kind?: FrameKind): void => {
     frames += 1;
     parts.push(frameText(encoder, data, kind));
   };

@@ -71,17 +71,21 @@ function delimiterOf(dialect: DialectId): Buffer {
 
 /**
  * The text a payload carries in each dialect, read the shortest way (what a hand-rolled client that
- * knows its server would write). Only used by the floors.
+ * knows its server would write). Used by the floors and the hand-rolled clients. Keyed by string, so the
+ * dialects added to the registry later (anthropic-messages, openai-responses) have their entry here
+ * already; a dialect with none gets no floor and no rivals (its row says so).
  */
 type TextOf = (payload: Record<string, unknown>) => unknown;
 interface Payload {
+  type?: unknown;
   choices?: { delta?: { content?: unknown }; text?: unknown }[];
   message?: { content?: unknown };
   response?: unknown;
   content?: unknown;
   token?: { text?: unknown; special?: unknown };
+  delta?: unknown;
 }
-const TEXT_OF: Record<DialectId, TextOf> = {
+const TEXT_OF: Partial<Record<string, TextOf>> = {
   'openai-chat': (p) => (p as Payload).choices?.[0]?.delta?.content,
   'openai-completions': (p) => (p as Payload).choices?.[0]?.text,
   'ollama-chat': (p) => (p as Payload).message?.content,
@@ -91,7 +95,15 @@ const TEXT_OF: Record<DialectId, TextOf> = {
     const token = (p as Payload).token;
     return token === undefined || token.special === true ? undefined : token.text;
   },
+  'anthropic-messages': (p) => {
+    const delta = (p as Payload).delta as { type?: unknown; text?: unknown } | undefined;
+    return delta !== undefined && delta.type === 'text_delta' ? delta.text : undefined;
+  },
+  'openai-responses': (p) =>
+    (p as Payload).type === 'response.output_text.delta' ? (p as Payload).delta : undefined,
 };
+
+const DATA_FIELD = Buffer.from('data: ');
 
 /**
  * Floor 1: only find the frame delimiters, with `Buffer.indexOf` (memchr/memmem), carrying a partial
@@ -135,9 +147,9 @@ export function scanFloor(dialect: DialectId): Subject {
 export function parseFloor(dialect: DialectId): Subject {
   const delimiter = delimiterOf(dialect);
   const sse = getDialect(dialect).framing === 'sse';
-  const textOf = TEXT_OF[dialect];
-  const prefix = sse ? 'data: '.length : 0;
+  const textOf = TEXT_OF[dialect] ?? (() => undefined);
   const OPEN_BRACE = 0x7b;
+  const D = 0x64;
   return {
     id: 'floor-parse',
     label: 'floor: scan + JSON.parse',
@@ -150,7 +162,11 @@ export function parseFloor(dialect: DialectId): Subject {
       let frames = 0;
       const payload = (buf: Buffer, start: number, end: number): void => {
         frames += 1;
-        start += prefix;
+        if (sse) {
+          // `data: ` first (the OpenAI-shaped dialects), or after an `event: name` line.
+          if (buf[start] === D) start += DATA_FIELD.length;
+          else start = buf.indexOf(DATA_FIELD, start) + DATA_FIELD.length;
+        }
         // `data: [DONE]` is the only payload that is not a JSON object.
         if (buf[start] !== OPEN_BRACE) return;
         const piece = textOf(JSON.parse(buf.toString('utf8', start, end)) as Record<string, unknown>);
@@ -239,9 +255,10 @@ export function tokenwireStream(dialect: DialectId): Subject {
 
 /**
  * A careful hand-rolled client on `eventsource-parser` (what the AI SDK and many apps build on): one
- * streaming TextDecoder, the parser, JSON.parse per event, the delta text appended.
+ * streaming TextDecoder, the parser, JSON.parse per event, the text appended. Any SSE dialect.
  */
-export function eventsourceParser(): Subject {
+export function eventsourceParser(dialect: DialectId): Subject {
+  const textOf = TEXT_OF[dialect] ?? (() => undefined);
   return {
     id: 'eventsource-parser',
     label: 'eventsource-parser + JSON.parse',
@@ -250,15 +267,10 @@ export function eventsourceParser(): Subject {
       const reader = response.body!.getReader();
       const decoder = new TextDecoder();
       let text = '';
-      let done = false;
       const parser = createParser({
         onEvent(event: EventSourceMessage) {
-          if (event.data === '[DONE]') {
-            done = true;
-            return;
-          }
-          const payload = JSON.parse(event.data) as Payload;
-          const piece = payload.choices?.[0]?.delta?.content;
+          if (event.data === '[DONE]') return;
+          const piece = textOf(JSON.parse(event.data) as Record<string, unknown>);
           if (typeof piece === 'string') text += piece;
         },
       });
@@ -268,7 +280,45 @@ export function eventsourceParser(): Subject {
         parser.feed(decoder.decode(next.value, { stream: true }));
       }
       parser.feed(decoder.decode());
-      return { text, problem: done ? undefined : 'no [DONE]' };
+      return { text };
+    },
+  };
+}
+
+/**
+ * The hand-rolled NDJSON client a user writes in 30 lines (the issue's "line splitter" client): one
+ * streaming TextDecoder, the string split at each LF with `indexOf`, JSON.parse per line, the text
+ * appended. Any NDJSON dialect.
+ */
+export function lineSplitterClient(dialect: DialectId): Subject {
+  const textOf = TEXT_OF[dialect] ?? (() => undefined);
+  return {
+    id: 'line-splitter',
+    label: 'hand-rolled line splitter + JSON.parse',
+    async run(fetch) {
+      const response = await fetch();
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      let buffered = '';
+      const line = (value: string): void => {
+        if (value.trim() === '') return;
+        const piece = textOf(JSON.parse(value) as Record<string, unknown>);
+        if (typeof piece === 'string') text += piece;
+      };
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) break;
+        buffered += decoder.decode(next.value, { stream: true });
+        let start = 0;
+        for (let at = buffered.indexOf('\n'); at !== -1; at = buffered.indexOf('\n', start)) {
+          line(buffered.slice(start, at));
+          start = at + 1;
+        }
+        buffered = buffered.slice(start);
+      }
+      line(buffered + decoder.decode());
+      return { text };
     },
   };
 }
@@ -323,19 +373,25 @@ export function aiSdk(): Subject {
   };
 }
 
-/** ollama-js: `chat({ stream: true })`, iterated. */
-export function ollamaJs(): Subject {
+/** ollama-js: `chat({ stream: true })` (or `generate` on /api/generate), iterated. */
+export function ollamaJs(dialect: DialectId): Subject {
+  const generate = dialect === 'ollama-generate';
   return {
     id: 'ollama-js',
-    label: 'ollama-js chat',
+    label: generate ? 'ollama-js generate' : 'ollama-js chat',
     async run(fetch) {
       const client = new Ollama({
         host: 'http://bench.invalid:11434',
         fetch: fetch as unknown as typeof globalThis.fetch,
       });
-      const parts = await client.chat({ model: MODEL, messages: MESSAGES, stream: true });
       let text = '';
-      for await (const part of parts) text += part.message.content;
+      if (generate) {
+        const parts = await client.generate({ model: MODEL, prompt: 'Tell me about rivers.', stream: true });
+        for await (const part of parts) text += part.response;
+      } else {
+        const parts = await client.chat({ model: MODEL, messages: MESSAGES, stream: true });
+        for await (const part of parts) text += part.message.content;
+      }
       return { text };
     },
   };
@@ -362,7 +418,11 @@ export function subjectsFor(dialect: DialectId, group: SubjectGroup = 'fast'): S
     tokenwireComplete(dialect, false),
     tokenwireStream(dialect),
   ];
-  if (dialect === 'openai-chat') subjects.push(eventsourceParser());
-  if (dialect === 'ollama-chat') subjects.push(ollamaJs());
+  // The rivals users would write or pick instead: for every dialect whose payload text we know, the
+  // hand-rolled client of its framing; ollama-js on Ollama's two endpoints.
+  if (TEXT_OF[dialect] === undefined) return subjects;
+  const sse = getDialect(dialect).framing === 'sse';
+  subjects.push(sse ? eventsourceParser(dialect) : lineSplitterClient(dialect));
+  if (dialect === 'ollama-chat' || dialect === 'ollama-generate') subjects.push(ollamaJs(dialect));
   return subjects;
 }

@@ -10,7 +10,8 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
-import { DIALECT_IDS, type DialectId } from '../src/dialects/dialect.ts';
+import type { DialectId } from '../src/dialects/dialect.ts';
+import { DIALECTS } from '../src/dialects/registry.ts';
 import { answerPieces, type DecodeStream, encodeStream } from './decode-data.ts';
 import {
   memoryFetch,
@@ -31,17 +32,14 @@ export function defaultRounds(dialect: DialectId, group: SubjectGroup): number {
   return group === 'fast' && isHeadline(dialect) ? 7 : 5;
 }
 
-/** The two dialects with targets and rival subjects; the other four run tokenwire and the floors. */
+/** The two dialects of the SDK comparisons: more rounds for a steadier median. */
 export function isHeadline(dialect: DialectId): boolean {
   return dialect === 'openai-chat' || dialect === 'ollama-chat';
 }
 
-/**
- * Read sizes per dialect: both for the two with targets; 64 KiB only for the other four, which have no
- * rival subjects and would otherwise push the whole bench past its ten-minute budget.
- */
-export function readSizesFor(dialect: DialectId): readonly number[] {
-  return isHeadline(dialect) ? READ_SIZES : [64 * 1024];
+/** Read sizes per dialect: both for every dialect (issue 23: every dialect and read size). */
+export function readSizesFor(_dialect: DialectId): readonly number[] {
+  return READ_SIZES;
 }
 
 /** One recorded run of one subject. */
@@ -83,6 +81,8 @@ export interface WorkerReport {
   frames: number;
   rounds: number;
   subjects: SubjectReport[];
+  /** Set when the worker process failed (no subjects then): one dialect's failure does not end the run. */
+  failure?: string | undefined;
 }
 
 declare const gc: (() => void) | undefined;
@@ -241,7 +241,8 @@ export interface DecodeBenchOptions {
 export function runDecodeBench(options: DecodeBenchOptions = {}): WorkerReport[] {
   const self = fileURLToPath(import.meta.url);
   const reports: WorkerReport[] = [];
-  for (const dialect of options.dialects ?? DIALECT_IDS) {
+  // The registry, so a dialect joins the bench when it is registered.
+  for (const dialect of options.dialects ?? (Object.keys(DIALECTS) as DialectId[])) {
     for (const readBytes of options.readSizes ?? readSizesFor(dialect)) {
       for (const group of options.groups ?? (['fast', 'sdk'] as const)) {
         if (subjectsFor(dialect, group).length === 0) continue;
@@ -258,12 +259,28 @@ export function runDecodeBench(options: DecodeBenchOptions = {}): WorkerReport[]
           String(options.events ?? DEFAULT_EVENTS),
           (options.only ?? []).join(','),
         ];
-        const out = execFileSync(process.execPath, args, {
-          encoding: 'utf8',
-          maxBuffer: 64 * 1024 * 1024,
-          stdio: ['ignore', 'pipe', 'inherit'],
-        });
-        const report = JSON.parse(out) as WorkerReport;
+        let report: WorkerReport;
+        try {
+          const out = execFileSync(process.execPath, args, {
+            encoding: 'utf8',
+            maxBuffer: 64 * 1024 * 1024,
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
+          report = JSON.parse(out) as WorkerReport;
+        } catch (error) {
+          const failure = (error as Error).message.split('\n')[0] ?? String(error);
+          report = {
+            dialect,
+            group,
+            readBytes,
+            bytes: 0,
+            contentEvents: 0,
+            frames: 0,
+            rounds: 0,
+            subjects: [],
+            failure,
+          };
+        }
         reports.push(report);
         options.log?.(
           `decode ${dialect} ${readBytes / 1024} KiB ${group}: ${report.subjects
@@ -283,6 +300,15 @@ export function runDecodeBench(options: DecodeBenchOptions = {}): WorkerReport[]
 export function decodeMarkdown(reports: readonly WorkerReport[]): string {
   const lines: string[] = [];
   for (const report of reports) {
+    if (report.failure !== undefined) {
+      lines.push(
+        `### ${report.dialect}, ${report.readBytes / 1024} KiB reads${report.group === 'sdk' ? ', SDKs' : ''}`,
+        '',
+        `**The worker failed**: ${report.failure}`,
+        '',
+      );
+      continue;
+    }
     lines.push(
       `### ${report.dialect}, ${report.readBytes / 1024} KiB reads${report.group === 'sdk' ? ', SDKs' : ''}`,
       '',

@@ -139,12 +139,15 @@ async function open(
       timeouts.totalMs !== undefined);
   // The consumer's controller belongs to this request alone (the async iterable's, the gateway's): a
   // timed run's timeouts abort it too. The caller's signal may be shared by many concurrent requests (a
-  // page, a CLI run; Node warns past 10 listeners on one), so it joins through AbortSignal.any.
+  // page, a CLI run, a bench level; Node warns past 10 listeners on one), so it joins through
+  // AbortSignal.any (which holds its dependants weakly: no listener on the shared signal).
   const internal = timed ? (hooks.consumer ?? new AbortController()) : undefined;
   const own = internal !== undefined ? internal.signal : hooks.consumer?.signal;
   const signal =
     own === undefined
-      ? (options.signal ?? NEVER_ABORTED)
+      ? options.signal === undefined
+        ? NEVER_ABORTED
+        : AbortSignal.any([options.signal])
       : options.signal === undefined
         ? own
         : AbortSignal.any([own, options.signal]);
@@ -170,7 +173,10 @@ async function open(
 
   const fetchFn = options.fetch ?? globalThis.fetch;
   let response: Response | undefined;
-  const init: RequestInit = { method: prepared.method, headers: prepared.headers, signal };
+  const init: RequestInit = { method: prepared.method, headers: prepared.headers };
+  // Not the shared never-aborted signal: every Request would add a listener to it (1000 streams in
+  // flight, 1000 listeners and Node's MaxListenersExceededWarning).
+  if (signal !== NEVER_ABORTED) init.signal = signal;
   if (prepared.body !== undefined) init.body = prepared.body;
   // A fetch that takes (url, init) itself (node/undici-fetch.ts) gets them as they are; any other gets
   // one Request, held until the stream ends: undici follows an abort from the Request we pass to the one
@@ -227,7 +233,7 @@ async function readToEnd(stream: OpenedStream): Promise<Result> {
     incomplete: outcome.incomplete,
     error: outcome.error,
     dialect: reader.dialect?.id,
-    metrics: metrics.finish(reader.builder.usage),
+    metrics: metrics.finish(reader.builder.usage, reader.builder.timings),
   });
 }
 
@@ -249,6 +255,8 @@ class StreamReader {
   readonly #cumulative: CumulativeTextFilter | undefined;
   /** The request's URL (dialect detection reads its path); the rest of the request is not kept. */
   readonly #url: string;
+  /** The request's output cap: the Responses decoder reads llama-server's `completed` at it as cut. */
+  readonly #maxOutputTokens: number | undefined;
   /** Until reading starts: then only the body is kept. */
   #response: Response | undefined;
   readonly #options: StreamOptions;
@@ -268,6 +276,7 @@ class StreamReader {
     now: () => number,
   ) {
     this.#url = prepared.url;
+    this.#maxOutputTokens = prepared.maxOutputTokens;
     this.#response = response;
     this.#options = options;
     this.#hooks = hooks;
@@ -371,7 +380,7 @@ class StreamReader {
     const onAbort = () => {
       reader.cancel(signal.reason).catch(() => {});
     };
-    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal !== NEVER_ABORTED) signal.addEventListener('abort', onAbort, { once: true });
     try {
       for (;;) {
         const next = await reader.read();
@@ -433,7 +442,7 @@ class StreamReader {
         },
       });
       if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
+      else if (signal !== NEVER_ABORTED) signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -511,6 +520,7 @@ class StreamReader {
       this.#decoder = this.dialect.createDecoder({
         dropReasoning: this.#options.dropReasoning,
         frameTemplates: this.#options.frameTemplates,
+        maxOutputTokens: this.#maxOutputTokens,
       });
     return true;
   }
@@ -535,6 +545,7 @@ class StreamReader {
       this.#decoder = dialect.createDecoder({
         dropReasoning: this.#options.dropReasoning,
         frameTemplates: this.#options.frameTemplates,
+        maxOutputTokens: this.#maxOutputTokens,
       });
     }
     this.#decoder.frame(frame, this.#emit);

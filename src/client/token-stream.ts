@@ -15,8 +15,8 @@ export interface TokenStreamOptions extends TracedStreamOptions {
   throwOnIncomplete?: boolean | undefined;
 }
 
-/** Events buffered ahead of a slow consumer before reading pauses. */
-const HIGH_WATER = 4096;
+/** Events buffered ahead of a slow consumer before reading pauses (bench/README.md, "The NDJSON path"). */
+const HIGH_WATER = 256;
 
 /**
  * A streaming response: iterate it for events as they arrive, and/or await `result`. The request is
@@ -54,40 +54,46 @@ export class TokenStream implements AsyncIterable<StreamEvent> {
     if (this.#iterating) throw new TypeError('a TokenStream can be iterated only once');
     this.#iterating = true;
     const result = this.#start();
-    return {
-      next: async (): Promise<IteratorResult<StreamEvent>> => {
-        for (;;) {
-          if (this.#head < this.#queue.length) {
-            const value = this.#queue[this.#head]!;
-            this.#head += 1;
-            if (this.#head === this.#queue.length) {
-              this.#queue = [];
-              this.#head = 0;
-              this.#drained?.();
-            }
-            return { value, done: false };
+    // Not async: a queued event resolves with no async frame (bench/README.md, "The NDJSON path").
+    const wait = async (): Promise<IteratorResult<StreamEvent>> => {
+      for (;;) {
+        if (this.#head < this.#queue.length) return this.#take();
+        if (this.#finished) {
+          const final = await result;
+          if (this.#options.throwOnIncomplete === true && !final.complete) {
+            throw new IncompleteStreamError(
+              final.incomplete ?? 'unknown',
+              `the stream is incomplete (${final.incomplete}): ${final.error?.message ?? ''}`,
+            );
           }
-          if (this.#finished) {
-            const final = await result;
-            if (this.#options.throwOnIncomplete === true && !final.complete) {
-              throw new IncompleteStreamError(
-                final.incomplete ?? 'unknown',
-                `the stream is incomplete (${final.incomplete}): ${final.error?.message ?? ''}`,
-              );
-            }
-            return { value: undefined, done: true };
-          }
-          await new Promise<void>((resolve) => {
-            this.#wake = resolve;
-          });
+          return { value: undefined, done: true };
         }
-      },
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+      }
+    };
+    return {
+      next: (): Promise<IteratorResult<StreamEvent>> =>
+        this.#head < this.#queue.length ? Promise.resolve(this.#take()) : wait(),
       return: async (): Promise<IteratorResult<StreamEvent>> => {
         if (!this.#finished) this.#consumer.abort();
         await result.catch(() => {});
         return { value: undefined, done: true };
       },
     };
+  }
+
+  /** The next queued event (there is one). */
+  #take(): IteratorResult<StreamEvent> {
+    const value = this.#queue[this.#head]!;
+    this.#head += 1;
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+      this.#drained?.();
+    }
+    return { value, done: false };
   }
 
   #start(): Promise<Result> {
