@@ -10,6 +10,9 @@ import { repoRoot, testOutputPath } from './helpers/paths.ts';
 
 const run = promisify(execFile);
 const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+/** The README and the docs it links to: their examples run, whichever page they are on. */
+const DOCS = ['README.md', 'docs/client.md', 'docs/gateway.md', 'docs/cli.md', 'docs/simulator.md'];
+const pages = DOCS.map((path) => ({ path, text: readFileSync(join(repoRoot, path), 'utf8') }));
 
 /** The README's JavaScript examples run as written (importing the package by name, from dist/). */
 describe('README', () => {
@@ -19,14 +22,28 @@ describe('README', () => {
   });
   after(() => gateway?.close());
 
-  const examples = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  const examples = pages.flatMap((page) =>
+    [...page.text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => ({ path: page.path, code: m[1]! })),
+  );
 
-  it('has runnable examples', () => {
+  it('has runnable examples, one in the README itself', () => {
     assert.ok(examples.length >= 3);
+    assert.ok(examples.some((example) => example.path === 'README.md'));
   });
 
-  examples.forEach((code, i) => {
-    it(`example ${i + 1} runs against a live gateway`, async () => {
+  it('links to every page of docs/ it moved its details to', () => {
+    for (const path of DOCS.slice(1).concat([
+      'docs/translation.md',
+      'docs/dialects.md',
+      'docs/playground.md',
+      'docs/performance.md',
+    ])) {
+      assert.ok(readme.includes(`](${path})`), `README does not link ${path}`);
+    }
+  });
+
+  examples.forEach(({ path, code }, i) => {
+    it(`example ${i + 1} (${path}) runs against a live gateway`, async () => {
       // Inside the repository, so `import 'tokenwire'` resolves to this package (self-reference).
       const dir = testOutputPath('readme-examples');
       mkdirSync(dir, { recursive: true });
@@ -40,8 +57,9 @@ describe('README', () => {
     });
   });
 
-  it('documents every simulator fault', () => {
+  it('documents every simulator fault (docs/simulator.md)', () => {
+    const simulator = pages.find((page) => page.path === 'docs/simulator.md')!.text;
     for (const fault of FAULTS)
-      assert.ok(readme.includes(`| \`${fault.name}`), `README misses the fault ${fault.name}`);
+      assert.ok(simulator.includes(`| \`${fault.name}`), `docs/simulator.md misses the fault ${fault.name}`);
   });
 });
