@@ -1,17 +1,21 @@
 import { parseArgs } from 'node:util';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { DIALECT_IDS } from '../../dialects/dialect.ts';
-import { serve } from '../../node/serve.ts';
+import { joinCluster, parseWorkerCount, runClusterPrimary } from '../../node/cluster-serve.ts';
+import { importOptional, requirePackages } from '../../node/optional-package.ts';
+import { DEFAULT_BODY_TIMEOUT_MS, serve } from '../../node/serve.ts';
 import { serveStatic } from '../../node/serve-static.ts';
 import { startTelemetry } from '../../node/start-telemetry.ts';
-import { createUndiciFetch } from '../../node/undici-fetch.ts';
+import { createUndiciFetch, loadUndici } from '../../node/undici-fetch.ts';
 import type { GatewayOptions } from '../../server/create-gateway.ts';
 import { createGuardedGateway } from '../../server/guard-gateway.ts';
+import { MemoryResumeStore } from '../../server/memory-resume-store.ts';
 import { LOG_LEVELS, type LogLevel } from '../../server/request-log.ts';
 import type { ResumeStore } from '../../server/resume-store.ts';
 import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../../server/upstream.ts';
 import { createSim } from '../../sim/create-sim.ts';
 import { FAULTS, parseFaults } from '../../sim/faults.ts';
+import { SIM_RAW_PREFIX, simRawRoute } from '../../sim/sim-raw-route.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
 import { parseDialectList, probeUpstream } from '../probe-upstream.ts';
 
@@ -33,12 +37,27 @@ Options:
                               "Authorization: Bearer KEY" or "X-API-Key: KEY" (default: no key asked)
   --max-streams N             Serve at most N generation requests at once; more get 429 + Retry-After
   --max-body-bytes N          Largest request body; larger gets 413 (default 4194304)
+  --body-timeout-ms N         A request body must arrive within N ms of its headers, else 408
+                              (default 30000; 0 = no limit)
+  --max-connections N         Open client connections at most; more are closed unanswered (default 1024)
+  --allowed-host HOST         Also answer to this Host name (repeatable; '*' = any). Bound to loopback,
+                              only localhost, 127.0.0.1, [::1] and --host are answered (any port); bound
+                              elsewhere, any Host unless this is given. Other Hosts get 421
   --cors-origin ORIGIN        Let pages on ORIGIN call the API (repeatable; default: CORS off, and
                               cross-origin API requests are refused)
   --resume-store URL          Where streams are kept for Last-Event-ID resume: redis://HOST:PORT shares
                               them between replicas (default: in memory, this process only)
+  --resume-max-streams N      Streams kept for resume at most, in all (default 1000 in memory; in Redis
+                              no bound but the 5-minute TTL unless given). When full, the client (API
+                              key, else address) holding the most loses its oldest: a flood evicts its own
+  --resume-max-streams-per-client N
+                              Streams kept for resume per API key (per client address without keys); a
+                              client past it loses its own oldest (default: no bound of its own)
   --keepalive-ms N            SSE keepalive comment after N ms of silence (default 15000; 0 = off)
   --keep-stream-on-disconnect Keep generating when a client leaves, so it can resume (costs upstream time)
+  --drop-params              Drop request fields the upstream's dialect cannot carry (named in the
+                             x-tokenwire-dropped-params header) instead of answering 400; a request's
+                             own "drop_params" wins
   --flush-interval-ms N       Coalesce text: write at most every N ms (default: every event)
   --flush-bytes N             Coalesce text: write once N bytes are held
   --flush-delimiter S         Coalesce text: write up to the last S (e.g. "\\n")
@@ -46,9 +65,16 @@ Options:
   --sim-tps N                 Simulated tokens per second (default 50)
   --sim-ttft-ms N             Simulated time to first token in ms
   --sim-seed N                Simulated text seed (default 1)
+  --sim-models A,B            Models the simulator serves (default sim); other names get "model not found"
+  --sim-context-tokens N      Simulated context length: a longer prompt gets the imitated server's
+                              "exceeds the context" error before streaming (default 32768)
   --log                       One JSON line per request on stderr (same as --log-level info)
   --log-level LEVEL           Log requests at error, warn, info or debug and above (JSON lines on stderr)
   --log-content               Put prompts and answers in the log lines (off: they may be personal data)
+  --workers N|auto            Processes serving the one port (node:cluster; auto = one per core; default
+                              1), LiteLLM's --num_workers: resume (the primary holds the memory store, or
+                              Redis), /metrics (summed) and --max-streams (global) span them all; a worker
+                              that dies is restarted (at most 5 in 60 s, then serve stops)
   --json                      Print the start-up information as JSON
   -h, --help                  Show this help
 
@@ -75,9 +101,15 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'api-key': { type: 'string', multiple: true },
       'max-streams': { type: 'string' },
       'max-body-bytes': { type: 'string' },
+      'body-timeout-ms': { type: 'string' },
+      'max-connections': { type: 'string' },
+      'allowed-host': { type: 'string', multiple: true },
       'cors-origin': { type: 'string', multiple: true },
       'resume-store': { type: 'string' },
+      'resume-max-streams': { type: 'string' },
+      'resume-max-streams-per-client': { type: 'string' },
       'keep-stream-on-disconnect': { type: 'boolean', default: false },
+      'drop-params': { type: 'boolean', default: false },
       'flush-interval-ms': { type: 'string' },
       'flush-bytes': { type: 'string' },
       'flush-delimiter': { type: 'string' },
@@ -85,9 +117,12 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'sim-tps': { type: 'string' },
       'sim-ttft-ms': { type: 'string' },
       'sim-seed': { type: 'string' },
+      'sim-models': { type: 'string' },
+      'sim-context-tokens': { type: 'string' },
       log: { type: 'boolean', default: false },
       'log-level': { type: 'string' },
       'log-content': { type: 'boolean', default: false },
+      workers: { type: 'string', default: '1' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -97,6 +132,27 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     io.stdout.write(SERVE_HELP);
     return 0;
   }
+  const workers = parseWorkerCount(values.workers);
+  if (workers === undefined)
+    throw new UsageError(`--workers needs a whole number or "auto", got ${JSON.stringify(values.workers)}`);
+  // --workers: this process forks the workers and holds what they share (node/cluster-serve.ts); each
+  // worker runs this command again and finds itself in the cluster.
+  const worker = workers > 1 ? joinCluster() : undefined;
+  if (workers > 1 && worker === undefined) {
+    const redis = values['resume-store'] !== undefined && values['resume-store'] !== 'memory';
+    return runClusterPrimary({
+      workers,
+      args: ['serve', ...argv],
+      stdout: io.stdout,
+      stderr: io.stderr,
+      signal: io.signal,
+      json: values.json,
+      resumeStore: redis ? undefined : new MemoryResumeStore(resumeBounds(values)),
+      maxStreams: securityOptions(values, io.env).maxStreams,
+      shutdownDeadlineMs: SHUTDOWN_DEADLINE_MS,
+    });
+  }
+  if (worker !== undefined) io = { ...io, stdout: worker.stdout };
   const style = styleFor(io.stdout, io.env);
   const port = integer(values.port, '--port');
   const upstreamHeaders: Record<string, string> = {};
@@ -115,6 +171,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const timeouts = timeoutMs === 0 ? undefined : { connectMs: timeoutMs, idleMs: timeoutMs };
   let upstream: Upstream;
   let upstreamText: string;
+  /** The simulator's own bytes at /sim/<dialect path>: only when the simulator is the upstream. */
+  let simRaw: ((request: Request) => Promise<Response> | undefined) | undefined;
   if (values.upstream !== undefined) {
     let url: URL;
     try {
@@ -147,25 +205,41 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       fetch: createUndiciFetch(),
       timeouts,
     };
+    // undici is an optional peer dependency: a missing one is said now, not at the first request.
+    await loadUndici();
     upstreamText = `${url.origin} (${dialects.join(', ')})`;
   } else {
     const timing: Record<string, number> = {};
     if (values['sim-tps'] !== undefined) timing.tokensPerSecond = positive(values['sim-tps'], '--sim-tps');
     if (values['sim-ttft-ms'] !== undefined) timing.ttftMs = integer(values['sim-ttft-ms'], '--sim-ttft-ms');
     if (values['sim-faults'] !== undefined) parseFaults(values['sim-faults']);
+    const simModels = (values['sim-models'] ?? 'sim')
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== '');
+    if (simModels.length === 0) throw new UsageError('--sim-models needs at least one model name');
+    requirePackages(['gpt-tokenizer/encoding/cl100k_base'], 'The simulated model (serve without --upstream)');
     const sim = createSim({
+      models: simModels,
+      // Split writes reach a browser as separate reads (the playground's raw wire view).
+      splitGapMs: 2,
       timing,
       faults: values['sim-faults'],
       seed: values['sim-seed'] === undefined ? undefined : integer(values['sim-seed'], '--sim-seed'),
+      contextTokens:
+        values['sim-context-tokens'] === undefined
+          ? undefined
+          : positive(values['sim-context-tokens'], '--sim-context-tokens', true),
     });
     upstream = {
       name: 'sim',
       url: 'http://sim.tokenwire.internal',
       dialects: DIALECT_IDS,
       fetch: sim.fetch,
-      models: ['sim'],
+      models: simModels,
       timeouts,
     };
+    simRaw = simRawRoute(sim.fetch);
     upstreamText = 'the built-in simulated model (all six dialects)';
   }
 
@@ -182,19 +256,37 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     );
   const logLevel = logLevelValue as LogLevel | undefined;
   const security = securityOptions(values, io.env);
-  const resumeStore = await openResumeStore(values['resume-store'], io);
+  const resumeStore =
+    worker !== undefined && (values['resume-store'] === undefined || values['resume-store'] === 'memory')
+      ? worker.resumeStore
+      : await openResumeStore(values['resume-store'], io, resumeBounds(values));
   const telemetry = await startTelemetry(io.env, { log: (line) => io.stderr.write(`${line}\n`) });
   for (const warning of telemetry?.warnings ?? []) io.stderr.write(`warning: ${warning}\n`);
+  // Issue 21: DNS rebinding (allowed hosts), slow bodies and connection floods.
+  const allowedHosts = allowedHostsFor(values.host, values['allowed-host'] ?? []);
+  const bodyTimeoutMs =
+    values['body-timeout-ms'] === undefined
+      ? DEFAULT_BODY_TIMEOUT_MS
+      : integer(values['body-timeout-ms'], '--body-timeout-ms');
+  const maxConnections =
+    values['max-connections'] === undefined
+      ? DEFAULT_MAX_CONNECTIONS
+      : integer(values['max-connections'], '--max-connections');
+  if (maxConnections === 0) throw new UsageError('--max-connections must be at least 1');
   const { gateway, fetch: handler } = createGuardedGateway({
     ...security,
+    streamSlots: security.maxStreams === undefined ? undefined : worker?.streamSlots,
+    allowedHosts,
     resumeStore,
     upstreams: [upstream],
     keepaliveMs:
       values['keepalive-ms'] === undefined ? undefined : integer(values['keepalive-ms'], '--keepalive-ms'),
     keepStreamOnDisconnect: values['keep-stream-on-disconnect'],
+    dropParams: values['drop-params'],
     flush,
-    // The playground page at GET / (the gateway routes POST / to TGI before any fallback).
-    fallback: serveStatic(),
+    // The playground page at GET / (the gateway routes POST / to TGI before any fallback), and with the
+    // simulator as upstream its raw bytes under /sim/ (the page's wire view).
+    fallback: simRaw === undefined ? serveStatic() : chainFallbacks(simRaw, serveStatic()),
     onLog:
       values.log || logLevel !== undefined
         ? (record) => io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`)
@@ -208,7 +300,10 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   });
   let served: Awaited<ReturnType<typeof serve>>;
   try {
-    served = await serve(handler, { host: values.host, port });
+    served = await serve(
+      worker === undefined ? handler : worker.handler(handler, () => gateway.metrics.render()),
+      { host: values.host, port, bodyTimeoutMs, maxConnections },
+    );
   } catch (error) {
     await gateway.close();
     const code = (error as { code?: string }).code;
@@ -219,7 +314,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const loopback = values.host === '127.0.0.1' || values.host === 'localhost' || values.host === '::1';
   if (values.json) {
     io.stdout.write(
-      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, loopbackOnly: loopback, ...securitySummary(security, values['resume-store']) })}\n`,
+      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, loopbackOnly: loopback, allowedHosts: allowedHosts ?? '*', bodyTimeoutMs, maxConnections, ...securitySummary(security, values['resume-store']) })}\n`,
     );
   } else {
     io.stdout.write(`${style.bold('tokenwire gateway')} listening on ${style.cyan(served.url)}\n`);
@@ -231,26 +326,51 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
         : style.yellow(`  bound to ${values.host}: reachable from other machines\n`),
     );
     io.stdout.write(`  upstream: ${upstreamText}\n`);
+    if (simRaw !== undefined)
+      io.stdout.write(
+        `  raw simulator (its own bytes, faults and all): ${served.url}${SIM_RAW_PREFIX}/<dialect path>\n`,
+      );
     io.stdout.write(`  ${securityLine(security, values['resume-store'])}\n`);
     io.stdout.write(
       `  try:  curl -N ${served.url}/v1/chat/completions -H 'content-type: application/json' \\\n`,
     );
+    // The model the upstream lists first ("sim" for the simulator); a placeholder when it lists none.
+    const tryModel = JSON.stringify(upstream.models?.[0] ?? '<model>').replace(/'/g, "'\\''");
     io.stdout.write(
-      `          -d '{"model":"sim","stream":true,"messages":[{"role":"user","content":"hello"}]}'\n`,
+      `          -d '{"model":${tryModel},"stream":true,"messages":[{"role":"user","content":"hello"}]}'\n`,
     );
     io.stdout.write(`  metrics: ${served.url}/metrics   Ctrl-C stops\n`);
     for (const line of telemetry?.description ?? []) io.stdout.write(`  opentelemetry ${line}\n`);
   }
+  worker?.ready();
   await new Promise<void>((resolve) => {
     if (io.signal.aborted) resolve();
     io.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   io.stderr.write('shutting down: ending open streams with an error event\n');
-  await gateway.close();
-  await served.close();
-  await telemetry?.shutdown();
+  // A deadline: whatever is still busy (a stuck upstream, a slow exporter), SIGTERM ends the command.
+  let deadline: ReturnType<typeof setTimeout> | undefined;
+  const closed = await Promise.race([
+    (async () => {
+      await gateway.close();
+      await served.close();
+      await telemetry?.shutdown();
+      return true;
+    })(),
+    new Promise<false>((resolve) => {
+      deadline = setTimeout(() => resolve(false), SHUTDOWN_DEADLINE_MS);
+    }),
+  ]);
+  clearTimeout(deadline);
+  if (!closed) {
+    io.stderr.write(`shutdown did not finish within ${SHUTDOWN_DEADLINE_MS} ms: leaving anyway\n`);
+    return 1;
+  }
   return 0;
 }
+
+/** How long the shutdown may take before the command returns anyway (bin.ts then exits the process). */
+export const SHUTDOWN_DEADLINE_MS = 5000;
 
 function integer(value: string, flag: string): number {
   const n = Number(value);
@@ -259,10 +379,12 @@ function integer(value: string, flag: string): number {
   return n;
 }
 
-function positive(value: string, flag: string): number {
+function positive(value: string, flag: string, whole = false): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0)
-    throw new UsageError(`${flag} needs a positive number, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(n) || n <= 0 || (whole && !Number.isSafeInteger(n)))
+    throw new UsageError(
+      `${flag} needs a positive ${whole ? 'whole ' : ''}number, got ${JSON.stringify(value)}`,
+    );
   return n;
 }
 
@@ -334,16 +456,39 @@ function securityLine(security: Security, resumeStore: string | undefined): stri
 }
 
 /** The Redis store is loaded only when asked for (it brings ioredis and its connection). */
-async function openResumeStore(url: string | undefined, io: CliIo): Promise<ResumeStore | undefined> {
-  if (url === undefined || url === 'memory') return undefined;
+/** --resume-max-streams and --resume-max-streams-per-client (issue 21: one client cannot evict all). */
+function resumeBounds(values: {
+  'resume-max-streams'?: string | undefined;
+  'resume-max-streams-per-client'?: string | undefined;
+}): { maxStreams?: number; maxStreamsPerClient?: number } {
+  const bounds: { maxStreams?: number; maxStreamsPerClient?: number } = {};
+  const total = values['resume-max-streams'];
+  const perClient = values['resume-max-streams-per-client'];
+  if (total !== undefined) bounds.maxStreams = positive(total, '--resume-max-streams', true);
+  if (perClient !== undefined)
+    bounds.maxStreamsPerClient = positive(perClient, '--resume-max-streams-per-client', true);
+  return bounds;
+}
+
+async function openResumeStore(
+  url: string | undefined,
+  io: CliIo,
+  bounds: { maxStreams?: number; maxStreamsPerClient?: number },
+): Promise<ResumeStore | undefined> {
+  if (url === undefined || url === 'memory') return new MemoryResumeStore(bounds);
   if (!/^rediss?:\/\//.test(url))
     throw new UsageError(
       `--resume-store takes redis://HOST:PORT (or "memory"), got ${JSON.stringify(redactUrl(url))}`,
     );
-  const { RedisResumeStore } = await import('../../node/redis-resume-store.ts');
+  const { RedisResumeStore } = await importOptional(
+    'ioredis',
+    'The Redis resume store (--resume-store redis://…)',
+    () => import('../../node/redis-resume-store.ts'),
+  );
   let reported = false;
   const store = new RedisResumeStore({
     url,
+    ...bounds,
     onError: (error) => {
       // Once: a Redis outage would otherwise print a line per frame.
       if (reported) return;
@@ -369,4 +514,41 @@ function redactUrl(text: string): string {
   } catch {
     return text;
   }
+}
+
+/** The first fallback that answers. */
+function chainFallbacks(
+  ...handlers: ((request: Request) => Promise<Response | undefined> | Response | undefined)[]
+): (request: Request) => Promise<Response | undefined> {
+  return async (request) => {
+    for (const handler of handlers) {
+      const response = await handler(request);
+      if (response !== undefined) return response;
+    }
+    return undefined;
+  };
+}
+
+/**
+ * The default of --max-connections. Each client connection is a socket (a file descriptor), and a
+ * stream holds an upstream one too: 1024 keeps a flood at about 2k descriptors, well under common
+ * `ulimit -n` hard limits, and above the concurrency one Node process relays well; raise it for more.
+ */
+const DEFAULT_MAX_CONNECTIONS = 1024;
+
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
+
+/**
+ * The Host names answered (DNS rebinding, issue 21): bound to loopback, the loopback names, the bound
+ * address and any --allowed-host; bound elsewhere, any Host (undefined) unless --allowed-host is given,
+ * then the same list. A rebinding page sends its own domain as Host, never a loopback name.
+ */
+function allowedHostsFor(host: string, extra: readonly string[]): string[] | undefined {
+  const loopback =
+    host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  if (!loopback && extra.length === 0) return undefined;
+  const bound = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return [
+    ...new Set([...LOOPBACK_HOSTS, bound.toLowerCase(), ...extra.map((name) => name.trim().toLowerCase())]),
+  ];
 }
