@@ -1,6 +1,6 @@
-import type { DialectId } from '../dialects/dialect.ts';
-import { openAiFinishWord } from '../dialects/openai-family/openai-finish.ts';
 import type { Result } from '../events/result.ts';
+import type { DialectId } from './dialect.ts';
+import { openAiFinishWord } from './openai-family/openai-finish.ts';
 
 /**
  * The single JSON answer a dialect's server sends for `stream: false`, built from a streamed Result

@@ -1,7 +1,9 @@
 import type { StreamRequest } from '../client/build-request.ts';
+import { HttpError } from '../client/client-errors.ts';
 import { runStream, type StreamOptions } from '../client/run-stream.ts';
 import type { MidStreamError } from '../dialects/dialect.ts';
 import { type Dialect, type DialectId, RequestError } from '../dialects/dialect.ts';
+import { nonStreamBody } from '../dialects/non-stream-body.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
 import { untranslatableFields } from '../dialects/request-field-table.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
@@ -34,7 +36,6 @@ import {
 } from './incoming-request.ts';
 import { MemoryResumeStore } from './memory-resume-store.ts';
 import { ollamaTags, openAiModelList } from './model-lists.ts';
-import { nonStreamBody } from './non-stream-response.ts';
 import { type OutputFormat, outputFormat } from './output-format.ts';
 import { PLAIN_TEXT_HEADERS, PlainTextRelay } from './plain-text-relay.ts';
 import { BodyError, readJsonBody } from './read-body.ts';
@@ -43,6 +44,7 @@ import { endFigures, type RequestEnd, requestLogRecord } from './request-end.ts'
 import { requestIdFor } from './request-id.ts';
 import { type EndState, type LogLevel, type RequestLog, redactUrls } from './request-log.ts';
 import { type DirectBody, directOnlyResponse, takesDirectResponse } from './response-output.ts';
+import { type ResponsesCursorContext, responseIdFor, responsesCursorRoute } from './responses-cursor.ts';
 import { NoSuchEventError, parseEventId, ResumeGapError, type ResumeStore } from './resume-store.ts';
 import { resumedBody } from './resumed-body.ts';
 import { RouteLabelSets } from './route-label-sets.ts';
@@ -173,6 +175,8 @@ interface Call {
   /** What every log line of this request carries. */
   base: Pick<RequestEnd, 'route' | 'upstream' | 'upstreamDialect' | 'chat'>;
   upstreamAbort: AbortController;
+  /** The client's body as it came (less the gateway's own extensions): what a same-dialect upstream gets. */
+  clientBody: Record<string, unknown>;
 }
 
 /** One request, from its arrival to its log line. */
@@ -392,7 +396,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       runOptions,
       base,
       upstreamAbort,
+      clientBody: body,
     };
+    // A non-stream request goes upstream as one where the upstream speaks the client's dialect (its
+    // answer comes back as it is); otherwise the upstream streams and the gateway folds the answer.
+    if (
+      !wantsStream &&
+      dialect.id === upstreamDialect.id &&
+      dialect.id !== 'tgi' &&
+      scope.format === 'dialect'
+    )
+      return answerWholeAsIs(call);
     if (!wantsStream) return answerWhole(call, tgiRoot);
     return relayStream(call, streamId!, includePrompt, flush);
   }
@@ -433,6 +447,67 @@ export function createGateway(options: GatewayOptions): Gateway {
     } catch (error) {
       return upstreamFailure(call, error);
     } finally {
+      request.signal.removeEventListener('abort', onClientGone);
+    }
+  }
+
+  /**
+   * A non-stream request to an upstream of the client's own dialect: sent as the client sent it, and the
+   * upstream's answer — every choice, logprob and field — returned as it is, with its status (an upstream
+   * refusing the gateway's own credentials is the gateway's 502, as for streams).
+   */
+  async function answerWholeAsIs(call: Call): Promise<Response> {
+    const { request, scope, labels, target, upstream, base, upstreamAbort } = call;
+    const onClientGone = () => upstreamAbort.abort();
+    request.signal.addEventListener('abort', onClientGone, { once: true });
+    const limitMs = upstream.timeouts?.totalMs ?? upstream.timeouts?.idleMs;
+    const timer = limitMs === undefined ? undefined : setTimeout(() => upstreamAbort.abort(), limitMs);
+    try {
+      const upstreamRequest = new Request(target.url, {
+        method: 'POST',
+        headers: Object.assign({ 'content-type': 'application/json' }, target.headers),
+        // `stream: false` said outright: where a dialect's default is to stream (Ollama), the client said it.
+        body: JSON.stringify(Object.assign({}, call.clientBody, { stream: false })),
+        signal: upstreamAbort.signal,
+      });
+      const answer = await (upstream.fetch ?? fetch)(upstreamRequest);
+      const text = await answer.text();
+      if (!answer.ok && clientStatusFor(answer.status) !== answer.status) {
+        const headers: Record<string, string> = {};
+        answer.headers.forEach((value, key) => {
+          headers[key] = value;
+        });
+        const refused = new HttpError({
+          method: 'POST',
+          url: String(target.url),
+          status: answer.status,
+          statusText: answer.statusText,
+          body: text,
+          headers,
+        });
+        return upstreamFailure(call, refused);
+      }
+      const usage = answer.ok ? wholeAnswerUsage(text) : undefined;
+      if (usage?.inputTokens !== undefined) metrics.inputTokens.inc(labels, usage.inputTokens);
+      if (usage?.outputTokens !== undefined && usage.outputTokens > 0) {
+        metrics.outputTokens.inc(labelSets.with(labels, 'source', 'server'), usage.outputTokens);
+      }
+      const outcome = answer.ok ? 'completed' : 'error';
+      metrics.streams.inc(labelSets.with(labels, 'outcome', outcome));
+      done(
+        scope,
+        Object.assign({}, base, {
+          status: answer.status,
+          outcome: answer.ok ? ('non-stream' as const) : ('error' as const),
+          endState: answer.ok ? ('completed' as const) : ('error' as const),
+        }),
+      );
+      const contentType = answer.headers.get('content-type') ?? 'application/json';
+      return new Response(text, { status: answer.status, headers: { 'content-type': contentType } });
+    } catch (error) {
+      return upstreamFailure(call, error);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
       request.signal.removeEventListener('abort', onClientGone);
     }
   }
@@ -506,6 +581,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     // Who opened the stream (issue 21): only the same key resumes it; its bucket bounds its share.
     const identity = clientIdentityOf(request);
     const owner = identity.owner;
+    // Issue 20: a Responses stream's id names its stream (responses-cursor.ts); `store: false` is kept
+    // for resume only (NO_STORE_RETAIN_MS).
+    const responseId = dialect.id === 'openai-responses' ? responseIdFor(streamId) : undefined;
+    const noStore = chat.store === false ? true : undefined;
     const client = clientBucket(identity);
     const openInStore = (headers: Record<string, string>) =>
       store.open(streamId, {
@@ -516,6 +595,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         createdAt: Date.now(),
         owner,
         client,
+        noStore,
       });
     // The stream is registered before its first frame. The in-memory store registers it as it is
     // called, so it is opened once the upstream has answered, with the relay: everything done before the
@@ -531,7 +611,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       const relay = new StreamRelay({
         streamId,
         dialect,
-        encoder: dialect.createEncoder({ flavor, includeUsage, model }),
+        encoder: dialect.createEncoder({ flavor, includeUsage, model, id: responseId }),
         store,
         retryMs,
         now,
@@ -844,6 +924,24 @@ export function createGateway(options: GatewayOptions): Gateway {
     generate: (request) => handleRoute(getDialect('tgi'), request, requestTarget(request), true),
   };
 
+  /** `GET /v1/responses/{id}` on the resume store (responses-cursor.ts). */
+  const responsesCursor: ResponsesCursorContext = {
+    store,
+    retryMs,
+    keepaliveMs,
+    counted: (result) => metrics.resumes.inc({ result }),
+    ended: (requestId, streamId) => {
+      const scope: Scope = {
+        requestId,
+        startedAt: now(),
+        format: 'dialect',
+        trace: undefined,
+        dropped: undefined,
+      };
+      done(scope, { route: 'openai-responses', status: 200, outcome: 'resumed', streamId });
+    },
+  };
+
   async function handle(request: IncomingRequest): Promise<Response> {
     const target = requestTarget(request);
     const path = target.path;
@@ -869,9 +967,12 @@ export function createGateway(options: GatewayOptions): Gateway {
           return Response.json(ollamaTags(listModels()));
       }
     }
-    // Issue 20: the Messages and Responses token-counting routes (token-count-route.ts).
+    // Issue 20: the Messages and Responses token-counting routes (token-count-route.ts), and the
+    // retrieval of a Responses stream by its id (responses-cursor.ts).
     const counted = tokenCountRoute(request, target, sideRoutes);
     if (counted !== undefined) return counted;
+    const retrieved = responsesCursorRoute(request, target, responsesCursor);
+    if (retrieved !== undefined) return retrieved;
     const side = sideRoute(request, target, sideRoutes);
     if (side !== undefined) return side;
     const fallback = options.fallback === undefined ? undefined : await options.fallback(toRequest(request));
@@ -923,6 +1024,36 @@ function takeDropParams(body: unknown): boolean | undefined {
   if (typeof value !== 'boolean')
     throw new RequestError('drop_params must be true or false', { field: 'drop_params' });
   return value;
+}
+
+/**
+ * The token counts of a whole (non-stream) answer, in any dialect's field names: OpenAI `usage`
+ * (`prompt_tokens`, `completion_tokens`), Messages and Responses `usage` (`input_tokens`, `output_tokens`),
+ * Ollama `prompt_eval_count` / `eval_count`, llama.cpp `tokens_evaluated` / `tokens_predicted`.
+ */
+function wholeAnswerUsage(text: string): { inputTokens?: number; outputTokens?: number } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const record = value as Record<string, unknown>;
+  const usage = (typeof record.usage === 'object' && record.usage !== null ? record.usage : record) as Record<
+    string,
+    unknown
+  >;
+  const number = (...keys: string[]): number | undefined => {
+    for (const key of keys) if (typeof usage[key] === 'number') return usage[key] as number;
+    return undefined;
+  };
+  const counts: { inputTokens?: number; outputTokens?: number } = {};
+  const input = number('prompt_tokens', 'input_tokens', 'prompt_eval_count', 'tokens_evaluated');
+  const output = number('completion_tokens', 'output_tokens', 'eval_count', 'tokens_predicted');
+  if (input !== undefined) counts.inputTokens = input;
+  if (output !== undefined) counts.outputTokens = output;
+  return counts;
 }
 
 function delay(ms: number): Promise<void> {

@@ -1,8 +1,11 @@
 import type { Dialect } from '../dialects/dialect.ts';
 import { RequestError } from '../dialects/dialect.ts';
+import { nonStreamBody } from '../dialects/non-stream-body.ts';
 import { DIALECTS, dialectForPath } from '../dialects/registry.ts';
+import { StreamDecoder } from '../dialects/stream-decoder.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import { renderPrompt } from '../events/chat-request.ts';
+import { emptyMetrics, ResultBuilder } from '../events/result.ts';
 import { contextExceededResponse, DEFAULT_CONTEXT_TOKENS } from './context-error.ts';
 import { countTokensRoute } from './count-tokens-route.ts';
 import { type Faults, formatFaults, mergeFaults, parseFaults } from './faults.ts';
@@ -148,9 +151,6 @@ export function createSim(options: SimOptions = {}): Sim {
           faults.status === 429 || faults.status === 503 ? { 'retry-after': '1' } : {};
         return fail(faults.status, `tokenwire sim: simulated HTTP ${faults.status} (fault status)`, retry);
       }
-      if (chat.stream === false) {
-        return fail(400, 'tokenwire sim: only streaming is simulated; send "stream": true or leave it out');
-      }
       // The context check, before any streaming as the real servers do it (context-error.ts).
       const promptTokens = await countPromptTokens(chat, contextTokens, request.signal);
       if (promptTokens === undefined) {
@@ -178,7 +178,8 @@ export function createSim(options: SimOptions = {}): Sim {
         dialect,
         flavor,
         model,
-        request: chat,
+        // A whole answer always carries its counts, as the servers' non-stream answers do.
+        request: chat.stream === false ? Object.assign({}, chat, { includeUsage: true }) : chat,
         faults,
         timing: {
           ...timing,
@@ -197,6 +198,8 @@ export function createSim(options: SimOptions = {}): Sim {
         onEnd: end,
         splitGapMs: options.splitGapMs,
       });
+      // A non-stream request gets the whole answer, as the real servers give it, once it is generated.
+      if (chat.stream === false) return await wholeAnswer(dialect, stream, model, now);
       return new Response(stream, { status: 200, headers });
     } catch (error) {
       // A bug, not a simulated failure: say so plainly.
@@ -249,4 +252,42 @@ async function countPromptTokens(
   const toolTokens = tools === '' ? 0 : await tokenizer.count(tools, signal);
   if (promptTokens === undefined || toolTokens === undefined) return undefined;
   return promptTokens + toolTokens;
+}
+
+/**
+ * The non-stream answer: the simulated stream generated in full (its timing, its faults) and folded into
+ * the dialect's whole-answer body. A stream that did not finish is answered as the servers answer a
+ * failed generation: a 500 in the dialect's error shape.
+ */
+async function wholeAnswer(
+  dialect: Dialect,
+  stream: ReadableStream<Uint8Array>,
+  model: string,
+  now: () => number,
+): Promise<Response> {
+  const builder = new ResultBuilder();
+  const decoder = new StreamDecoder(dialect, (event) => builder.add(event));
+  let failure: string | undefined;
+  try {
+    const reader = stream.getReader();
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      decoder.feed(next.value);
+    }
+    decoder.end();
+  } catch (error) {
+    failure = (error as Error).message;
+  }
+  const complete = failure === undefined && decoder.state.complete;
+  if (!complete) {
+    const error = dialect.errorResponse({
+      status: 500,
+      message: `tokenwire sim: ${failure ?? builder.serverError?.message ?? 'the generation did not finish'}`,
+      errorType: 'server_error',
+    });
+    return new Response(error.body, { status: error.status, headers: { 'content-type': error.contentType } });
+  }
+  const result = builder.build({ complete: true, metrics: emptyMetrics(), dialect: dialect.id });
+  return Response.json(nonStreamBody(dialect.id, result, model, now()));
 }

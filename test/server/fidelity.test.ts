@@ -210,3 +210,54 @@ describe('fidelity: the openai SDK through the gateway sees every choice and log
     assert.ok(withLogprobs >= 5, `only ${withLogprobs} chunks carried logprobs`);
   });
 });
+
+describe('fidelity: a non-stream request to an upstream of its own dialect', () => {
+  let upstream: ScriptServer;
+  let fixture = '';
+
+  before(async () => {
+    upstream = await scriptServer(() => ({
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      steps: [{ write: readFixture(fixture) }],
+    }));
+  });
+
+  after(async () => {
+    await upstream?.close();
+  });
+
+  for (const [dialectId, file, body] of [
+    [
+      'openai-chat',
+      'real-captures/llamacpp-b10108/c03-chat-nostream.json',
+      { model: 'm', max_tokens: 16, messages: [{ role: 'user', content: 'hello' }] },
+    ],
+    [
+      'llamacpp',
+      'real-captures/llamacpp-b10108/n03-completion-nostream.json',
+      { prompt: 'Once', n_predict: 16 },
+    ],
+  ] as const) {
+    it(`${dialectId}: goes upstream as non-stream, and its whole answer comes back as it was (${file})`, async () => {
+      fixture = file;
+      const gateway = createGateway({
+        upstreams: [{ name: 'llama', url: upstream.url, dialects: [dialectId] }],
+      });
+      const served = await serve(gateway.fetch);
+      try {
+        const response = await fetch(`${served.url}${getDialect(dialectId).paths[0]}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        assert.equal(response.status, 200);
+        assert.deepEqual(await response.json(), JSON.parse(new TextDecoder().decode(readFixture(file))));
+        const sent = JSON.parse(upstream.requests.at(-1)!.body) as Record<string, unknown>;
+        assert.equal(sent.stream, false, 'asked upstream as a non-stream request');
+      } finally {
+        await gateway.close();
+        await served.close();
+      }
+    });
+  }
+});
