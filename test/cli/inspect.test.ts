@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
+import { formatCaptureFile } from '../../src/cli/inspect/capture-file.ts';
 import type { Finding } from '../../src/cli/inspect/finding.ts';
 import { FINDINGS } from '../../src/cli/inspect/finding.ts';
 import { DIALECT_IDS, type DialectId } from '../../src/dialects/dialect.ts';
@@ -491,6 +492,39 @@ describe('tokenwire inspect', () => {
       expectFinding(report, 'server-error');
       expectFinding(report, 'legacy-error-field');
       assert.equal(code, 1);
+    });
+
+    it('--file on a capture the playground saved: its reads, and how it ended (a cut: missing terminal event)', async () => {
+      mkdirSync(testOutputPath(), { recursive: true });
+      const chunk = (content: string) =>
+        `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+      const wire = new TextEncoder().encode(chunk('Reykjav') + chunk('ík'));
+      const file = testOutputPath('playground-capture-for-inspect.json');
+      writeFileSync(
+        file,
+        formatCaptureFile({
+          source: 'live',
+          dialect: 'openai-chat',
+          request: {
+            method: 'POST',
+            url: 'http://127.0.0.1:8080/sim/v1/chat/completions',
+            headers: {},
+            body: '{}',
+          },
+          response: {
+            status: 200,
+            statusText: 'OK',
+            headers: { 'content-type': 'text/event-stream' },
+            atMs: 3,
+          },
+          reads: [{ atMs: 10, bytes: wire }],
+          end: { kind: 'read-error', atMs: 30, message: 'connection cut' },
+        }),
+      );
+      const io = new FakeIo();
+      await cli(['inspect', '--file', file, '--json'], io);
+      const report = JSON.parse(io.out) as Report;
+      expectFinding(report, 'missing-terminal-event');
     });
 
     it('--file on a plain JSON answer (not a stream): not-streaming, as the live inspect says', async () => {

@@ -8,6 +8,7 @@ import { parseNumberFlag } from '../chat/parse-number-flag.ts';
 import { resolveEndpoint } from '../chat/resolve-endpoint.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
 import { analyzeRecording } from '../inspect/analyze-recording.ts';
+import { parseCaptureFile } from '../inspect/capture-file.ts';
 import { captureStream } from '../inspect/capture-stream.ts';
 import { diagnose } from '../inspect/diagnose.ts';
 import { FINDINGS } from '../inspect/finding.ts';
@@ -112,7 +113,10 @@ export async function inspectCommand(argv: string[], io: CliIo): Promise<number>
     } catch (error) {
       throw new UsageError(`cannot read --file ${values.file}: ${(error as Error).message}`);
     }
-    recording = recordingFromBytes(bytes, values.dialect as DialectId | undefined, values.file);
+    // A capture the playground saved (bytes, read timings, request, how it ended), else a raw body.
+    recording =
+      parseCaptureFile(bytes, values.file) ??
+      recordingFromBytes(bytes, values.dialect as DialectId | undefined, values.file);
     if (values['max-tokens'] !== undefined)
       recording.outputCap = parseNumberFlag(values['max-tokens'], '--max-tokens', 'whole');
   } else {
