@@ -390,7 +390,12 @@ class StreamReader {
         }
         if (!this.#chunk(next.value)) break;
         const pause = this.#hooks.backpressure?.();
-        if (pause !== undefined) await pause;
+        if (pause !== undefined) {
+          // Waiting for the consumer is not the server being idle.
+          this.#deadlines.hold();
+          await pause;
+          this.#deadlines.release();
+        }
       }
     } catch (error) {
       this.#readError = error;
@@ -429,7 +434,11 @@ class StreamReader {
           const pause = this.#hooks.backpressure?.();
           if (pause !== undefined) {
             subscription.pause();
-            pause.then(() => subscription.resume());
+            this.#deadlines.hold();
+            pause.then(() => {
+              this.#deadlines.release();
+              subscription.resume();
+            });
           }
         },
         end: () => {

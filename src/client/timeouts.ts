@@ -33,6 +33,8 @@ export class Deadlines {
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** When the timer fires (on the `now` clock); meaningless without a timer. */
   #armedAt = 0;
+  /** Reading is paused for the consumer: the source is not idle, so no idle deadline runs. */
+  #held = false;
 
   constructor(options: TimeoutOptions, onExpire: (kind: TimeoutKind) => void, now: () => number) {
     this.#options = options;
@@ -63,6 +65,19 @@ export class Deadlines {
   activity(): void {
     // Only the idle deadline reads it: without one, skip the clock (called once per frame).
     if (this.#options.idleMs !== undefined) this.#lastActivity = this.#now();
+  }
+
+  /** Reading pauses for a slow consumer (backpressure): the idle deadline waits too. */
+  hold(): void {
+    this.#held = true;
+  }
+
+  /** Reading resumes: the idle deadline counts from now. */
+  release(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    this.#lastActivity = this.#now();
+    this.#arm();
   }
 
   stop(): void {
@@ -109,7 +124,11 @@ export class Deadlines {
     if (this.#phase === 'first-byte' && o.firstByteMs !== undefined) {
       candidates.push({ at: this.#phaseStart + o.firstByteMs, kind: 'first-byte' });
     }
-    if ((this.#phase === 'first-byte' || this.#phase === 'streaming') && o.idleMs !== undefined) {
+    if (
+      (this.#phase === 'first-byte' || this.#phase === 'streaming') &&
+      o.idleMs !== undefined &&
+      !this.#held
+    ) {
       candidates.push({ at: this.#lastActivity + o.idleMs, kind: 'idle' });
     }
     let best: { at: number; kind: TimeoutKind } | undefined;

@@ -14,6 +14,23 @@ function watch(options: ConstructorParameters<typeof Deadlines>[0]) {
 }
 
 describe('Deadlines', () => {
+  it('runs no idle deadline while reading waits for a slow consumer (hold), and counts from the release', async () => {
+    const { deadlines, expired } = watch({ idleMs: 60 });
+    deadlines.headers();
+    deadlines.firstByte();
+    deadlines.hold();
+    await sleep(400);
+    assert.equal(expired.length, 0, 'the consumer was slow, the server was not idle');
+    deadlines.release();
+    await sleep(400);
+    assert.deepEqual(
+      expired.map((e) => e.kind),
+      ['idle'],
+      'after the release the idle deadline runs again',
+    );
+    deadlines.stop();
+  });
+
   it('arms one timer for a whole request when the connect and idle timeouts are equal', () => {
     const original = globalThis.setTimeout;
     let armed = 0;
