@@ -10,6 +10,7 @@ import type { ChatRequest } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
 import type { Frame } from '../wire/frame.ts';
+import { withServerTemplate } from './apply-template.ts';
 import { clientBucket, clientIdentityOf } from './client-identity.ts';
 import { abortSignalOf } from './client-signal.ts';
 import { type FlushPolicy, isCoalescing, TextCoalescer } from './coalescer.ts';
@@ -350,7 +351,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     const wantsStream =
       scope.format === 'text' || (chat.stream ?? (tgiRoot ? false : STREAMS_BY_DEFAULT.has(dialect.id)));
     const upstreamAbort = new AbortController();
-    const sent = upstreamBody(dialect, upstreamDialect, body, chat);
+    // Chat turns for llama.cpp's /completion: rendered by the server's own chat template when it has one.
+    const mapped =
+      upstreamDialect.id === 'llamacpp' && dialect.id !== 'llamacpp'
+        ? await withServerTemplate(upstream, chat, Object.assign({}, upstream.headers), upstreamAbort.signal)
+        : chat;
+    const sent = upstreamBody(dialect, upstreamDialect, body, mapped);
     const forwarded = forwardedHeaders(request, scope.requestId);
     const upstreamUrl = `${upstream.url.replace(/\/+$/, '')}${upstreamDialect.paths[0]}`;
     const streamId = wantsStream ? randomStreamId() : undefined;
