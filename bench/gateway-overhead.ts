@@ -115,6 +115,23 @@ export const ROUTES: readonly Route[] = [
     },
   },
   {
+    id: 'gw-messages',
+    label: 'gateway anthropic-messages → openai-chat',
+    via: 'gateway',
+    path: '/v1/messages',
+    framing: 'sse',
+    body: (id, maxTokens) => ({
+      model: 'sim',
+      max_tokens: maxTokens,
+      stream: true,
+      messages: [{ role: 'user', content: `Tell me about rivers (${id}).` }],
+    }),
+    content: (p) => {
+      const delta = p.delta as { type?: unknown; text?: unknown } | undefined;
+      return p.type === 'content_block_delta' && delta?.type === 'text_delta' && delta.text !== '';
+    },
+  },
+  {
     id: 'gw-tgi',
     label: 'gateway tgi → openai-chat',
     via: 'gateway',

@@ -174,7 +174,7 @@ for (const report of decode.filter((r) => r.group === 'fast')) {
 if (gateway !== undefined) {
   const rows = summarize(gateway);
   const row = (route: string, level: number) => rows.find((r) => r.route === route && r.level === level);
-  const gwRoutes = ['gw-openai', 'gw-ollama', 'gw-tgi'];
+  const gwRoutes = ['gw-openai', 'gw-ollama', 'gw-messages', 'gw-tgi'];
   for (const level of [1, 32, 128].filter((l) => gateway!.levels.includes(l))) {
     const direct = row('direct', level)!;
     const bare = row('bare', level)!;
