@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import {
   type ClosingStatus,
+  NO_STORE_RETAIN_MS,
   NoSuchEventError,
   ownerMatches,
   ResumeGapError,
@@ -50,6 +51,8 @@ export interface RedisResumeStoreOptions {
 interface Producing {
   lastSeq: number;
   refreshedAt: number;
+  /** How long the keys live after the ending: the TTL, or less for a `store: false` stream. */
+  endTtlMs: number;
 }
 
 interface MetaRecord {
@@ -173,7 +176,9 @@ export class RedisResumeStore implements ResumeStore {
     // The heartbeat goes out before the first meta key on the same connection: a follower never
     // sees a stream whose producer has not said it is alive.
     this.#startHeartbeat();
-    this.#producing.set(streamId, { lastSeq: 0, refreshedAt: 0 });
+    // A `store: false` stream is kept for resume only: a short while after its end (NO_STORE_RETAIN_MS).
+    const endTtlMs = meta.noStore === true ? Math.min(this.#ttlMs, NO_STORE_RETAIN_MS) : this.#ttlMs;
+    this.#producing.set(streamId, { lastSeq: 0, refreshedAt: 0, endTtlMs });
     const streamsKey = this.#streamsKey(this.replicaId);
     this.#redis.sadd(streamsKey, streamId).catch(this.#failed);
     this.#redis.pexpire(streamsKey, this.#producerTimeoutMs).catch(this.#failed);
@@ -236,7 +241,7 @@ export class RedisResumeStore implements ResumeStore {
     if (producing === undefined) return;
     this.#producing.delete(streamId);
     // The ending first, then "no longer produced" (one connection: in this order).
-    const ended = this.#writeEnd(streamId, producing.lastSeq, status);
+    const ended = this.#writeEnd(streamId, producing.lastSeq, status, producing.endTtlMs);
     this.#redis.srem(this.#streamsKey(this.replicaId), streamId).catch(this.#failed);
     await ended;
   }
@@ -300,7 +305,9 @@ export class RedisResumeStore implements ResumeStore {
     // Without a connection, writes would wait out the reconnection attempts: skip them.
     const connected = this.#redis.status === 'ready';
     if (connected) {
-      await Promise.all(open.map(([id, producing]) => this.#writeEnd(id, producing.lastSeq, 'lost')));
+      await Promise.all(
+        open.map(([id, producing]) => this.#writeEnd(id, producing.lastSeq, 'lost', producing.endTtlMs)),
+      );
       await this.#redis
         .del(this.#replicaKey(this.replicaId), this.#streamsKey(this.replicaId))
         .catch(this.#failed);
@@ -429,12 +436,12 @@ export class RedisResumeStore implements ResumeStore {
     }
   }
 
-  async #writeEnd(streamId: string, lastSeq: number, status: StoredStatus): Promise<void> {
+  async #writeEnd(streamId: string, lastSeq: number, status: StoredStatus, ttlMs: number): Promise<void> {
     const framesKey = this.#framesKey(streamId);
     await Promise.all([
       this.#redis.xadd(framesKey, 'MAXLEN', '~', this.#maxFrames, `${lastSeq}-1`, 'e', status),
-      this.#redis.pexpire(framesKey, this.#ttlMs),
-      this.#redis.pexpire(this.#metaKey(streamId), this.#ttlMs),
+      this.#redis.pexpire(framesKey, ttlMs),
+      this.#redis.pexpire(this.#metaKey(streamId), ttlMs),
     ]).catch(this.#failed);
   }
 

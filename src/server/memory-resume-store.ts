@@ -1,5 +1,6 @@
 import {
   type ClosingStatus,
+  NO_STORE_RETAIN_MS,
   NoSuchEventError,
   ownerMatches,
   ResumeGapError,
@@ -21,7 +22,10 @@ export interface MemoryResumeStoreOptions {
   maxStreamsPerClient?: number | undefined;
   /** Payload characters (UTF-16 units) kept per stream; the oldest frames go first. Default 4 Mi. */
   maxBytesPerStream?: number | undefined;
-  /** How long a finished stream stays resumable. Default 5 minutes. */
+  /**
+   * How long a finished stream stays resumable. Default 5 minutes; a `store: false` stream's
+   * (`StreamMeta.noStore`) is at most `NO_STORE_RETAIN_MS`.
+   */
   ttlMs?: number | undefined;
   now?: (() => number) | undefined;
 }
@@ -44,12 +48,16 @@ export class MemoryResumeStore implements ResumeStore {
   /** Finished streams, oldest first (entries may be stale: checked against the map). */
   #closed: { id: string; entry: Entry }[] = [];
   #closedHead = 0;
+  /** Finished `store: false` streams, oldest first: one shorter retention, so their own queue. */
+  #closedNoStore: { id: string; entry: Entry }[] = [];
+  #closedNoStoreHead = 0;
   /** Each client's streams, oldest first (Map order). */
   readonly #byClient = new Map<string, Map<string, Entry>>();
   readonly #maxStreams: number;
   readonly #maxPerClient: number;
   readonly #maxBytes: number;
   readonly #ttlMs: number;
+  readonly #noStoreTtlMs: number;
   readonly #now: () => number;
 
   constructor(options: MemoryResumeStoreOptions = {}) {
@@ -57,6 +65,7 @@ export class MemoryResumeStore implements ResumeStore {
     this.#maxPerClient = options.maxStreamsPerClient ?? this.#maxStreams;
     this.#maxBytes = options.maxBytesPerStream ?? 4 * 1024 * 1024;
     this.#ttlMs = options.ttlMs ?? 5 * 60 * 1000;
+    this.#noStoreTtlMs = Math.min(this.#ttlMs, NO_STORE_RETAIN_MS);
     this.#now = options.now ?? Date.now;
   }
 
@@ -110,7 +119,7 @@ export class MemoryResumeStore implements ResumeStore {
     if (entry === undefined) return;
     entry.status = status;
     entry.closedAt = this.#now();
-    this.#closed.push({ id: streamId, entry });
+    (entry.meta.noStore === true ? this.#closedNoStore : this.#closed).push({ id: streamId, entry });
     wake(entry);
   }
 
@@ -149,21 +158,33 @@ export class MemoryResumeStore implements ResumeStore {
    */
   #expire(): void {
     const now = this.#now();
-    const closed = this.#closed;
-    while (this.#closedHead < closed.length) {
-      const next = closed[this.#closedHead]!;
-      if (this.#entries.get(next.id) !== next.entry) {
-        this.#closedHead += 1; // already gone
-        continue;
-      }
-      if (now - next.entry.closedAt! <= this.#ttlMs) break;
-      this.#drop(next.id, next.entry);
-      this.#closedHead += 1;
-    }
-    if (this.#closedHead > 1024 && this.#closedHead * 2 > closed.length) {
-      this.#closed = closed.slice(this.#closedHead);
+    this.#closedHead = this.#expireFront(this.#closed, this.#closedHead, now, this.#ttlMs);
+    if (this.#closedHead > 1024 && this.#closedHead * 2 > this.#closed.length) {
+      this.#closed = this.#closed.slice(this.#closedHead);
       this.#closedHead = 0;
     }
+    const noStore = this.#closedNoStore;
+    if (noStore.length === 0) return;
+    this.#closedNoStoreHead = this.#expireFront(noStore, this.#closedNoStoreHead, now, this.#noStoreTtlMs);
+    if (this.#closedNoStoreHead > 1024 && this.#closedNoStoreHead * 2 > noStore.length) {
+      this.#closedNoStore = noStore.slice(this.#closedNoStoreHead);
+      this.#closedNoStoreHead = 0;
+    }
+  }
+
+  /** Drops the expired streams at the front of a close-ordered queue; returns the new head. */
+  #expireFront(closed: { id: string; entry: Entry }[], head: number, now: number, ttlMs: number): number {
+    while (head < closed.length) {
+      const next = closed[head]!;
+      if (this.#entries.get(next.id) !== next.entry) {
+        head += 1; // already gone
+        continue;
+      }
+      if (now - next.entry.closedAt! <= ttlMs) break;
+      this.#drop(next.id, next.entry);
+      head += 1;
+    }
+    return head;
   }
 
   /**

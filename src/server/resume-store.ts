@@ -31,7 +31,21 @@ export interface StreamMeta {
    * server adapter knows it). One client's streams are evicted before anyone else's.
    */
   client?: string | undefined;
+  /**
+   * The request said `store: false` (OpenAI Responses): the stream is no retrievable response
+   * (`GET /v1/responses/{id}` answers 404: responses-cursor.ts), and its frames are kept for
+   * `Last-Event-ID` resume only while it runs and for `NO_STORE_RETAIN_MS` after its end, not the
+   * store's TTL.
+   */
+  noStore?: boolean | undefined;
 }
+
+/**
+ * How long a `store: false` stream stays resumable after its end: long enough for a client cut just
+ * before the end to reconnect (the gateway's `retry:` advice is 3 s), short enough that the answer is
+ * not kept as a stored response would be.
+ */
+export const NO_STORE_RETAIN_MS = 30_000;
 
 /**
  * How a stream ended, as far as the store knows: `live` while its producer writes; `complete` (it ended

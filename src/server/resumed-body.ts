@@ -26,6 +26,9 @@ export function resumedBody(
   const encoded = new TextEncoder();
   // Stored frames are payloads: framed here as the stream's own encoder frames them.
   const encoder = getDialect(meta.dialect).createEncoder({ flavor: meta.flavor, model: meta.model });
+  // The stream began long ago: an encoder that writes its opening before an error (the Responses
+  // `response.created`, a second one with another id) must not write it again.
+  encoder.event({ type: 'start' }, () => {});
   let lastSeq = afterSeq;
   let lastWriteAt = Date.now();
   let ticker: ReturnType<typeof setInterval> | undefined;
