@@ -106,6 +106,13 @@ export interface EncoderOptions {
   created?: number | undefined;
   /** Write the usage chunk (`stream_options.include_usage`), in dialects where it is optional. */
   includeUsage?: boolean | undefined;
+  /**
+   * The request's own sampling, for dialects whose answers echo it (llama.cpp `generation_settings`):
+   * what is not given is left out of the answer, never filled with a server default.
+   */
+  sampling?:
+    | { seed?: number | undefined; temperature?: number | undefined; maxTokens?: number | undefined }
+    | undefined;
   /** Clock for timestamps the dialect writes (Ollama `created_at`). Default `Date.now`. */
   now?: (() => number) | undefined;
 }

@@ -11,7 +11,12 @@ export type FieldFamily =
   | 'reasoning'
   | 'multimodal'
   | 'logprobs'
-  | 'n';
+  | 'n'
+  | 'roles'
+  | 'prompt';
+
+/** Normalized fields that live on the turns (`ChatMessage`), not on the request. */
+export type MessageFeature = 'images' | 'developer';
 
 /**
  * One normalized request field and where each dialect keeps it: the body path (`options.temperature`,
@@ -21,8 +26,16 @@ export type FieldFamily =
  */
 export interface FieldRow {
   family: FieldFamily;
-  field: keyof ChatRequest;
-  /** The body path per dialect; a dialect missing from the record has no counterpart either. */
+  field: keyof ChatRequest | MessageFeature;
+  /** The field's value in a request, when it is not `request[field]` (a feature of the turns). */
+  value?: ((request: ChatRequest) => unknown) | undefined;
+  /** Values a dialect's cell cannot carry all the same (refused as if the cell were `null`). */
+  lossy?: Partial<Record<DialectId, (value: unknown) => boolean>> | undefined;
+  /**
+   * The body path per dialect; a dialect missing from the record has no counterpart either. Paths
+   * separated by `, ` are the places the value's kind picks from (an effort word or a true/false switch);
+   * `key[]` is any element of the list at `key`.
+   */
   wire: Partial<Record<DialectId, string | null>>;
   /** Values every dialect means when the field is absent: asking for them needs no counterpart. */
   isDefault?: ((value: unknown) => boolean) | undefined;
@@ -190,7 +203,7 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
     family: 'reasoning',
     field: 'reasoning',
     wire: {
-      'openai-chat': 'reasoning_effort',
+      'openai-chat': 'reasoning_effort, chat_template_kwargs.enable_thinking',
       'openai-completions': null,
       'ollama-chat': 'think',
       'ollama-generate': 'think',
@@ -199,7 +212,7 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
       'anthropic-messages': 'thinking',
       'openai-responses': 'reasoning.effort',
     },
-    note: 'an effort word (low/medium/high); Ollama also takes true/false, which has no OpenAI counterpart',
+    note: 'an effort word (low/medium/high) or true/false; openai-chat carries the words as `reasoning_effort` and true/false as llama-server’s and vLLM’s `chat_template_kwargs.enable_thinking`; Responses writes a bare true as its default effort, `medium`',
   },
   {
     family: 'reasoning',
@@ -216,25 +229,189 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
     },
   },
   {
+    family: 'sampling',
+    field: 'repetitionPenalty',
+    wire: {
+      'openai-chat': 'repetition_penalty',
+      'openai-completions': 'repetition_penalty',
+      'ollama-chat': 'options.repeat_penalty',
+      'ollama-generate': 'options.repeat_penalty',
+      llamacpp: 'repeat_penalty',
+      tgi: 'parameters.repetition_penalty',
+      'anthropic-messages': null,
+      'openai-responses': null,
+    },
+    // TGI refuses a penalty that is not strictly positive (its router's validation).
+    lossy: { tgi: (value) => typeof value === 'number' && value <= 0 },
+    note: 'the multiplicative penalty (1 = none; vLLM’s extension on the OpenAI routes); not frequency_penalty, which is additive; TGI takes only a positive one, so 0 is refused for it',
+  },
+  {
+    family: 'sampling',
+    field: 'minP',
+    wire: {
+      'openai-chat': 'min_p',
+      'openai-completions': 'min_p',
+      'ollama-chat': 'options.min_p',
+      'ollama-generate': 'options.min_p',
+      llamacpp: 'min_p',
+      tgi: null,
+      'anthropic-messages': null,
+      'openai-responses': null,
+    },
+    note: 'min_p on the OpenAI routes is the vLLM / llama-server extension',
+  },
+  {
     family: 'structured output',
     field: 'responseFormat',
     wire: {
-      'openai-chat': null,
-      'openai-completions': null,
-      'ollama-chat': null,
-      'ollama-generate': null,
-      llamacpp: null,
-      tgi: null,
+      'openai-chat': 'response_format',
+      'openai-completions': 'response_format',
+      'ollama-chat': 'format',
+      'ollama-generate': 'format',
+      llamacpp: 'json_schema',
+      tgi: 'parameters.grammar',
       'anthropic-messages': null,
       'openai-responses': 'text.format',
     },
     isDefault: (value) =>
       typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'text',
+    note: '`json_object` is Ollama `"json"`, and the schema `{"type": "object"}` for llama.cpp and TGI (`{type: "json", value: schema}`); a JSON schema reaches Ollama, llama.cpp and TGI without its name (a nameless one is named `response` for OpenAI); llama.cpp `grammar` and TGI `regex` grammars are not normalized',
+  },
+  {
+    family: 'multimodal',
+    field: 'images',
+    value: (request) => {
+      const images = request.messages?.flatMap((message) => message.images ?? []) ?? [];
+      return images.length > 0 ? images : undefined;
+    },
+    wire: {
+      'openai-chat': 'messages[].content[].image_url',
+      'openai-completions': null,
+      'ollama-chat': 'messages[].images',
+      'ollama-generate': 'images',
+      llamacpp: null,
+      tgi: null,
+      'anthropic-messages': 'messages[].content[].source',
+      'openai-responses': 'input[].content[].image_url',
+    },
+    lossy: { 'ollama-chat': hasImageUrl, 'ollama-generate': hasImageUrl },
+    note: 'a data URL or an http(s) URL; Ollama takes base64 bytes only, so an image given by URL is refused for it; a media type Ollama does not send is read from the bytes for Anthropic',
+  },
+  {
+    family: 'roles',
+    field: 'developer',
+    value: (request) => (request.messages?.some((message) => message.developer === true) ? true : undefined),
+    wire: {
+      'openai-chat': 'messages[].role',
+      'openai-completions': 'prompt',
+      'ollama-chat': 'messages[].role',
+      'ollama-generate': 'system',
+      llamacpp: 'prompt',
+      tgi: 'inputs',
+      'anthropic-messages': 'system',
+      'openai-responses': 'input[].role',
+    },
+    note: 'OpenAI’s `developer` turn: kept as `developer` on openai-chat and openai-responses, written as a system turn (`system`, or a `system:` line of the rendered prompt) everywhere else',
+  },
+  {
+    family: 'logprobs',
+    field: 'logprobs',
+    wire: {
+      'openai-chat': 'logprobs',
+      'openai-completions': 'logprobs',
+      'ollama-chat': null,
+      'ollama-generate': null,
+      llamacpp: 'n_probs',
+      tgi: null,
+      'anthropic-messages': null,
+      'openai-responses': null,
+    },
+    lossy: {
+      'openai-chat': () => !REENCODED_STREAMS_WRITE.logprobs,
+      'openai-completions': () => !REENCODED_STREAMS_WRITE.logprobs,
+      llamacpp: (value) => value === 0 || !REENCODED_STREAMS_WRITE.logprobs,
+    },
+    note: 'the top-K count: openai-chat `logprobs: true` with `top_logprobs: K` (none: 0); llama.cpp `n_probs: 0` asks for nothing, so 0 is refused for it. Mapped both ways, but refused across dialects for now: a translated stream does not write the upstream’s log probabilities back yet',
+  },
+  {
+    family: 'n',
+    field: 'n',
+    wire: {
+      'openai-chat': 'n',
+      'openai-completions': 'n',
+      'ollama-chat': null,
+      'ollama-generate': null,
+      llamacpp: null,
+      tgi: null,
+      'anthropic-messages': null,
+      'openai-responses': null,
+    },
+    isDefault: (value) => value === 1,
+    // The request side translates, but a re-encoded stream writes choice 0 only: several answers would
+    // reach the client merged into one. Refused until the encoders write `choice` (REENCODED_STREAMS_WRITE).
+    lossy: {
+      'openai-chat': (value) => isSeveral(value) && !REENCODED_STREAMS_WRITE.choices,
+      'openai-completions': (value) => isSeveral(value) && !REENCODED_STREAMS_WRITE.choices,
+    },
+    note: 'maps between the two OpenAI dialects, but more than one answer is refused across dialects for now: a translated stream is written as one choice, and the answers would be merged',
+  },
+  {
+    family: 'prompt',
+    field: 'raw',
+    wire: {
+      'openai-chat': null,
+      'openai-completions': 'prompt',
+      'ollama-chat': null,
+      'ollama-generate': 'raw',
+      llamacpp: 'prompt',
+      tgi: 'inputs',
+      'anthropic-messages': null,
+      'openai-responses': null,
+    },
+    isDefault: (value) => value === false,
+    note: 'Ollama `raw: true`, the prompt with no template: what a completion-style prompt always is; a chat route always applies its template, so it is refused there',
+  },
+  {
+    family: 'prompt',
+    field: 'loadOnly',
+    wire: {
+      'openai-chat': null,
+      'openai-completions': null,
+      'ollama-chat': 'messages',
+      'ollama-generate': 'prompt',
+      llamacpp: null,
+      tgi: null,
+      'anthropic-messages': null,
+      'openai-responses': null,
+    },
+    isDefault: (value) => value === false,
+    note: 'Ollama’s load-only request (`/api/generate` with no or an empty `prompt`, `/api/chat` with no `messages`), which Ollama answers `done_reason: "load"` without generating; every other server would generate from an empty prompt, so it is refused for them',
   },
 ];
 
+/**
+ * What a re-encoded (translated) stream writes back of what the upstream sent, beyond text, reasoning,
+ * tool calls, finish and usage. A request field whose answer needs more is mapped, but refused across
+ * dialects until the client dialect's encoder writes it: a merged or silently empty answer is worse than
+ * a 400. Flip these when the encoders write each event's `choice` and `logprobs` (issue 19, item 1).
+ */
+export const REENCODED_STREAMS_WRITE = { choices: false, logprobs: false } as const;
+
+function isSeveral(value: unknown): boolean {
+  return typeof value === 'number' && value > 1;
+}
+
+function hasImageUrl(value: unknown): boolean {
+  return Array.isArray(value) && value.some((image: { url?: unknown }) => image.url !== undefined);
+}
+
+/** A row's value in a request. */
+export function fieldValue(row: FieldRow, request: ChatRequest): unknown {
+  return row.value === undefined ? request[row.field as keyof ChatRequest] : row.value(request);
+}
+
 /** The row of a normalized field, if it has one. */
-export function fieldRow(field: keyof ChatRequest): FieldRow | undefined {
+export function fieldRow(field: keyof ChatRequest | MessageFeature): FieldRow | undefined {
   return REQUEST_FIELDS.find((row) => row.field === field);
 }
 
@@ -248,9 +425,10 @@ export function untranslatableFields(request: ChatRequest, client: DialectId, up
   if (client === upstream) return [];
   const lost: string[] = [];
   for (const row of REQUEST_FIELDS) {
-    const value = request[row.field];
+    const value = fieldValue(row, request);
     if (value === undefined || row.isDefault?.(value) === true) continue;
-    if (row.wire[upstream] === undefined || row.wire[upstream] === null) {
+    const cell = row.wire[upstream];
+    if (cell === undefined || cell === null || row.lossy?.[upstream]?.(value) === true) {
       lost.push(row.wire[client] ?? String(row.field));
     }
   }

@@ -36,6 +36,12 @@ export interface ChatRequest {
    * endpoints always do, and what a chat endpoint cannot do.
    */
   raw?: boolean | undefined;
+  /**
+   * Ollama's load-only request: `/api/generate` with no (or an empty) prompt, `/api/chat` with no
+   * messages. Ollama loads the model and answers one `done: true, done_reason: "load"` line without
+   * generating; a server of another dialect would generate from an empty prompt instead.
+   */
+  loadOnly?: boolean | undefined;
   tools?: ToolDefinition[] | undefined;
   /** `auto`, `none`, `required`, or the name of one function. */
   toolChoice?: string | undefined;

@@ -1,4 +1,11 @@
-export type { ChatMessage, ChatRequest, ChatRole, ChatToolCall, ToolDefinition } from './chat-request.ts';
+export type {
+  ChatImage,
+  ChatMessage,
+  ChatRequest,
+  ChatRole,
+  ChatToolCall,
+  ToolDefinition,
+} from './chat-request.ts';
 export { renderPrompt, requestMessages } from './chat-request.ts';
 export type { FinishReason } from './finish-reason.ts';
 export { FINISH_REASONS, unifyFinishReason } from './finish-reason.ts';

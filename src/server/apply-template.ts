@@ -20,6 +20,8 @@ export async function withServerTemplate(
   signal: AbortSignal,
 ): Promise<ChatRequest> {
   const messages = request.messages;
+  // A raw prompt (Ollama `raw: true`) is the prompt as sent: no template.
+  if (request.raw === true) return request;
   if (messages === undefined || messages.length === 0 || WITHOUT_TEMPLATE_ROUTE.has(upstream)) return request;
   const openAiMessages = getDialect('openai-chat').toRequestBody(request).messages;
   let answer: Response;

@@ -4,6 +4,9 @@ import { runStream, type StreamOptions } from '../client/run-stream.ts';
 import type { MidStreamError } from '../dialects/dialect.ts';
 import { type Dialect, type DialectId, RequestError } from '../dialects/dialect.ts';
 import { nonStreamBody } from '../dialects/non-stream-body.ts';
+import { ollamaChatLoadAnswer } from '../dialects/ollama-chat/request.ts';
+import { ollamaCreatedAt } from '../dialects/ollama-family/ollama-created-at.ts';
+import { ollamaGenerateLoadAnswer } from '../dialects/ollama-generate/request.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
 import { untranslatableFields } from '../dialects/request-field-table.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
@@ -331,6 +334,24 @@ export function createGateway(options: GatewayOptions): Gateway {
     // TGI and llama-server requests name no model: they mean the one the server runs.
     if (chat.model === undefined && upstream.models?.[0] !== undefined) chat.model = upstream.models[0];
     const upstreamDialect = getDialect(pickUpstreamDialect(upstream, dialect.id, chat));
+    // Ollama's load-only request (a generate with no prompt, a chat with no messages) has no counterpart
+    // elsewhere: answered as Ollama answers it, without calling an upstream of another dialect.
+    if (
+      chat.loadOnly === true &&
+      !upstreamDialect.id.startsWith('ollama') &&
+      dialect.id.startsWith('ollama')
+    ) {
+      done(scope, { route: dialect.id, status: 200, outcome: 'non-stream' });
+      const model = chat.model ?? 'unknown';
+      const answer =
+        dialect.id === 'ollama-chat'
+          ? ollamaChatLoadAnswer(model, ollamaCreatedAt(Date.now()))
+          : ollamaGenerateLoadAnswer(model, ollamaCreatedAt(Date.now()));
+      return new Response(JSON.stringify(answer), {
+        status: 200,
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      });
+    }
     // Lossless, or loud: what the upstream's dialect cannot carry is refused, or dropped when allowed
     // (then named in a response header).
     const lost = untranslatableFields(chat, dialect.id, upstreamDialect.id);
@@ -533,6 +554,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     // the parsed request (its messages: the whole prompt) is not kept with them.
     const model = chat.model;
     const includeUsage = chat.includeUsage === true;
+    // What an answer may echo of the request's sampling (llama.cpp `generation_settings`).
+    const sampling = { seed: chat.seed, temperature: chat.temperature, maxTokens: chat.maxTokens };
     const echoed = includePrompt ? (chat.prompt ?? chat.messages?.at(-1)?.content ?? '') : '';
     let firstContentAt: number | undefined;
     let upstreamStopped = false;
@@ -617,7 +640,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       const relay = new StreamRelay({
         streamId,
         dialect,
-        encoder: dialect.createEncoder({ flavor, includeUsage, model, id: responseId }),
+        encoder: dialect.createEncoder({ flavor, includeUsage, model, id: responseId, sampling }),
         store,
         retryMs,
         now,

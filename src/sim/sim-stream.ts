@@ -176,6 +176,7 @@ class SimRun {
       flavor: job.flavor,
       model: job.model,
       includeUsage: job.request.includeUsage === true,
+      sampling: { seed: job.request.seed, temperature: job.request.temperature, maxTokens: job.maxTokens },
       now,
     });
     this.#writer = new WireWriter({

@@ -455,6 +455,8 @@ describe('anthropic-messages requests', () => {
           toolCalls: [{ id: 'toolu_1', name: 'get_weather', arguments: '{"city":"Paris"}' }],
         },
         { role: 'tool', toolCallId: 'toolu_1', content: '18°C' },
+        // The image block beside the tool result: a user turn of its own, with the image.
+        { role: 'user', content: '', images: [{ data: 'AAAA', mediaType: 'image/png' }] },
       ],
       temperature: 0.5,
       topP: 0.9,
@@ -482,6 +484,10 @@ describe('anthropic-messages requests', () => {
           ],
         },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '18°C' }] },
+        {
+          role: 'user',
+          content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }],
+        },
       ],
       stream: true,
       temperature: 0.5,

@@ -73,18 +73,33 @@ function reencode(fixture: string, flavor: string): string {
   });
 }
 
-/** What our encoder cannot know: token ids, the prompt, the full sampling settings; and the framing. */
-function normalize(wire: string, options: { generationSettings?: string } = {}): string {
-  let out = wire
+/**
+ * What our encoder does not write when it cannot know it — the prompt the server rendered, the server's
+ * full sampling settings, the id of a token that was never sent as text (the end of sequence) — and the
+ * framing (CR/LF, keepalives): left out of both sides.
+ */
+function normalize(wire: string): string {
+  return wire
     .replace(/\r\n?/g, '\n')
     .replace(/^:\n\n/gm, '')
-    .replace(/"tokens":\[[0-9,]*\]/g, '"tokens":[]')
-    .replace(/"prompt":"(?:[^"\\]|\\.)*"/g, '"prompt":""');
-  if (options.generationSettings !== undefined) {
-    out = out.replace(
-      /"generation_settings":\{.*?\},"prompt"/g,
-      `"generation_settings":${options.generationSettings},"prompt"`,
-    );
+    .replace(/"generation_settings":\{.*?\},(?="prompt"|"has_new_line")/g, '')
+    .replace(/"prompt":"(?:[^"\\]|\\.)*",/g, '')
+    .replace(/"content":"","tokens":\[[0-9,]*\],"stop":false/g, '"content":"","stop":false');
+}
+
+/** A payload without the keys our encoder leaves out when it cannot know them (see normalize). */
+function known(payload: unknown): unknown {
+  if (typeof payload !== 'object' || payload === null) return payload;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(payload)) {
+    if (key === 'prompt' || key === 'generation_settings') continue;
+    if (
+      key === 'tokens' &&
+      (payload as { content?: unknown; stop?: unknown }).content === '' &&
+      (payload as { stop?: unknown }).stop === false
+    )
+      continue;
+    out[key] = value;
   }
   return out;
 }
@@ -322,26 +337,23 @@ describe('llamacpp decoder', () => {
 
 describe('llamacpp encoder', () => {
   it('writes the 2026 example byte for byte, but for the token ids and the prompt', () => {
-    assert.equal(reencode(EXAMPLE, 'modern'), normalize(text(EXAMPLE)));
+    assert.equal(normalize(reencode(EXAMPLE, 'modern')), normalize(text(EXAMPLE)));
   });
 
   it('writes the real b4747 capture byte for byte, but for token ids, prompt and sampling settings', () => {
-    const settings = '{"seed":4294967295,"temperature":0.800000011920929,"n_predict":-1,"stream":true}';
-    assert.equal(reencode(CAPTURE, 'modern'), normalize(text(CAPTURE), { generationSettings: settings }));
+    assert.equal(normalize(reencode(CAPTURE, 'modern')), normalize(text(CAPTURE)));
   });
 
   it('writes the legacy stream byte for byte, but for the prompt and sampling settings', () => {
-    const settings =
-      '{"n_predict":-1,"model":"models/Llama-3.2-1B-Instruct-Q8_0.gguf","seed":4294967295,"temperature":0.800000011920929,"stream":true}';
-    assert.equal(reencode(LEGACY, 'legacy'), normalize(text(LEGACY), { generationSettings: settings }));
+    assert.equal(normalize(reencode(LEGACY, 'legacy')), normalize(text(LEGACY)));
   });
 
   it('writes a word stop with its stop-token event and timings, but for CRLF, keepalives and ids', () => {
-    assert.equal(reencode(WORD_CRLF, 'modern'), normalize(text(WORD_CRLF)));
+    assert.equal(normalize(reencode(WORD_CRLF, 'modern')), normalize(text(WORD_CRLF)));
   });
 
   it('writes both mid-stream error shapes byte for byte (modern: but for token ids)', () => {
-    assert.equal(reencode(ERROR, 'modern'), normalize(text(ERROR)));
+    assert.equal(normalize(reencode(ERROR, 'modern')), normalize(text(ERROR)));
     assert.equal(reencode(ERROR_LEGACY, 'legacy'), text(ERROR_LEGACY));
   });
 
@@ -352,11 +364,31 @@ describe('llamacpp encoder', () => {
     [LEGACY, 'legacy'],
   ] as const) {
     it(`writes ${fixture}'s events with the same keys, key order and value types (${flavor})`, () => {
-      const ours = payloads(reencode(fixture, flavor)).map((p) => shape(p, new Set(['generation_settings'])));
-      const theirs = payloads(text(fixture)).map((p) => shape(p, new Set(['generation_settings'])));
+      const ours = payloads(reencode(fixture, flavor)).map((p) => shape(known(p)));
+      const theirs = payloads(text(fixture)).map((p) => shape(known(p)));
       assert.deepEqual(ours, theirs);
     });
   }
+
+  it('invents nothing: generation_settings holds only what the request said, no prompt, no made-up token ids', () => {
+    const events: StreamEvent[] = [
+      { type: 'start', model: 'm' },
+      { type: 'text', text: 'a' },
+      { type: 'finish', reason: 'length', raw: 'length' },
+    ];
+    const final = (options: Parameters<typeof encodeEvents>[2]) =>
+      (payloads(encodeEvents(llamacpp, events, options)) as Record<string, unknown>[]).at(-1)!;
+    const asked = final({ sampling: { seed: 1, temperature: 0, maxTokens: 8 } });
+    assert.deepEqual(asked.generation_settings, { seed: 1, temperature: 0, n_predict: 8, stream: true });
+    assert.equal('prompt' in asked, false);
+    assert.deepEqual(final({}).generation_settings, { stream: true });
+    const partial = (payloads(encodeEvents(llamacpp, events)) as Record<string, unknown>[])[0]!;
+    assert.equal('tokens' in partial, false, 'no token ids were known');
+    const withIds = payloads(
+      encodeEvents(llamacpp, [events[0]!, { type: 'text', text: 'a', tokenIds: [42] }, events[2]!]),
+    ) as Record<string, unknown>[];
+    assert.deepEqual(withIds[0]!.tokens, [42]);
+  });
 
   it('translates another server\'s finish: a stop string -> "word", a length cap -> "limit" with no stop-token event', () => {
     const events = (finish: StreamEvent): StreamEvent[] => [
@@ -447,8 +479,9 @@ describe('llamacpp dialect', () => {
       topP: 0.9,
       seed: 42,
       stop: ['\n\n'],
+      minP: 0.05,
       stream: true,
-      extra: { cache_prompt: true, min_p: 0.05 },
+      extra: { cache_prompt: true },
     });
     assert.deepEqual(llamacpp.toRequestBody(request), {
       prompt: 'Once upon a time',

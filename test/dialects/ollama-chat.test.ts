@@ -434,7 +434,7 @@ describe('ollama-chat request mapping', () => {
       model: 'llama3.2',
       messages: [
         { role: 'system', content: 'be brief' },
-        { role: 'user', content: 'weather?' },
+        { role: 'user', content: 'weather?', images: [{ data: 'aGk=' }] },
         {
           role: 'assistant',
           content: '',
@@ -443,6 +443,7 @@ describe('ollama-chat request mapping', () => {
         { role: 'tool', content: '22C', name: 'get_weather' },
       ],
       includeUsage: true,
+      responseFormat: { type: 'json_object' },
       tools: [{ name: 'get_weather', parameters: { type: 'object' } }],
       reasoning: 'high',
       maxTokens: 64,
@@ -451,7 +452,7 @@ describe('ollama-chat request mapping', () => {
       topK: 40,
       seed: 7,
       stop: ['###'],
-      extra: { format: 'json', keep_alive: '5m', options: { num_ctx: 8192 } },
+      extra: { keep_alive: '5m', options: { num_ctx: 8192 } },
     });
     assert.equal(request.stream, undefined, 'an absent stream means streaming');
   });

@@ -184,7 +184,7 @@ describe('ollama-generate decoder', () => {
 });
 
 describe('ollama-generate request mapping', () => {
-  it('maps prompt and system, keeping raw, context and the other fields in extra', () => {
+  it('maps prompt, system, raw and format, keeping context and the other fields in extra', () => {
     const request = ollamaGenerate.fromRequestBody({
       model: 'llama3.2',
       prompt: 'Why is the sky blue?',
@@ -203,11 +203,13 @@ describe('ollama-generate request mapping', () => {
         { role: 'system', content: 'Answer in one line.' },
         { role: 'user', content: 'Why is the sky blue?' },
       ],
+      raw: false,
+      responseFormat: { type: 'json_schema', schema: { type: 'object' } },
       reasoning: true,
       maxTokens: 100,
       topK: 20,
       stop: ['\n\n'],
-      extra: { raw: false, context: [1, 2, 3], format: { type: 'object' }, options: { mirostat: 2 } },
+      extra: { context: [1, 2, 3], options: { mirostat: 2 } },
     });
     assert.deepEqual(ollamaGenerate.toRequestBody(request), {
       model: 'llama3.2',
@@ -216,7 +218,7 @@ describe('ollama-generate request mapping', () => {
       stream: true,
       think: true,
       options: { mirostat: 2, num_predict: 100, top_k: 20, stop: ['\n\n'] },
-      raw: false,
+      // raw: false is Ollama's default: written only when true.
       context: [1, 2, 3],
       format: { type: 'object' },
     });

@@ -129,10 +129,12 @@ describe('openai-chat request mapping', () => {
     assert.equal(request.maxTokens, 20);
     assert.deepEqual(request.stop, ['###']);
     assert.equal(request.includeUsage, true);
-    assert.deepEqual(request.extra, { logprobs: true, stream_options: { continuous_usage_stats: true } });
+    assert.equal(request.logprobs, 0, 'logprobs: true with no top_logprobs: no alternatives');
+    assert.deepEqual(request.extra, { stream_options: { continuous_usage_stats: true } });
     const back = openAiChat.toRequestBody(request);
     assert.deepEqual(back.stream_options, { continuous_usage_stats: true, include_usage: true });
     assert.equal(back.logprobs, true);
+    assert.equal(back.top_logprobs, undefined);
     assert.equal(back.stream, true);
   });
 

@@ -476,11 +476,11 @@ describe('openai-completions request mapping', () => {
       stop: ['.'],
       stream: true,
       includeUsage: true,
+      logprobs: 2,
+      n: 1,
       extra: {
         echo: false,
-        logprobs: 2,
         suffix: '!',
-        n: 1,
         stream_options: { continuous_usage_stats: true },
       },
     });

@@ -389,7 +389,7 @@ describe('openai-responses requests', () => {
       metadata: { k: 'v' },
     });
     assert.deepEqual(request.messages, [
-      { role: 'system', content: 'Be terse.' },
+      { role: 'system', content: 'Be terse.', developer: true },
       { role: 'user', content: 'Weather in Paris?' },
       {
         role: 'assistant',
@@ -411,8 +411,9 @@ describe('openai-responses requests', () => {
     const body = openAiResponses.toRequestBody(request);
     assert.deepEqual(body, {
       model: 'm',
-      instructions: 'Be terse.',
+      // A developer turn stays one (instructions are for system turns).
       input: [
+        { role: 'developer', content: 'Be terse.' },
         { role: 'user', content: 'Weather in Paris?' },
         { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
         { type: 'function_call_output', call_id: 'call_1', output: '{"temp":21}' },
@@ -446,9 +447,16 @@ describe('openai-responses requests', () => {
     assert.throws(
       () =>
         openAiResponses.fromRequestBody({
-          input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }],
+          input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }],
         }),
       (error: unknown) => error instanceof RequestError && error.field === 'input[0].content[0]',
+    );
+    assert.throws(
+      () =>
+        openAiResponses.fromRequestBody({
+          input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }],
+        }),
+      (error: unknown) => error instanceof RequestError && error.field === 'input[0].content[0].image_url',
     );
   });
 

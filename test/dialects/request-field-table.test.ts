@@ -7,32 +7,7 @@ import { REQUEST_FIELDS, untranslatableFields } from '../../src/dialects/request
 import { translationMarkdown } from '../../src/dialects/translation-markdown.ts';
 import type { ChatRequest } from '../../src/events/chat-request.ts';
 import { repoRoot } from '../helpers/paths.ts';
-
-/** A value of each normalized field that no dialect would leave out as a default. */
-const SAMPLES: Partial<Record<keyof ChatRequest, unknown>> = {
-  temperature: 0.5,
-  topP: 0.5,
-  topK: 5,
-  seed: 7,
-  frequencyPenalty: 0.5,
-  presencePenalty: 0.5,
-  maxTokens: 9,
-  stop: ['zz'],
-  tools: [{ name: 'f', description: 'd', parameters: { type: 'object', properties: {} } }],
-  toolChoice: 'required',
-  reasoning: 'high',
-  reasoningBudgetTokens: 1024,
-  responseFormat: { type: 'json_object' },
-};
-
-function at(body: unknown, path: string): unknown {
-  let value: unknown = body;
-  for (const key of path.split('.')) {
-    if (typeof value !== 'object' || value === null) return undefined;
-    value = (value as Record<string, unknown>)[key];
-  }
-  return value;
-}
+import { bodyAt as at, requestWith, SAMPLES } from '../helpers/request-samples.ts';
 
 /**
  * The translation table (src/dialects/request-field-table.ts) against the request mapping: each cell
@@ -56,10 +31,7 @@ describe('request field table', () => {
         if (path === null || path === undefined) continue;
         const dialect = DIALECTS[id];
         if (dialect === undefined) continue;
-        const request: ChatRequest = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
-        (request as Record<string, unknown>)[row.field] = sample;
-        if (row.field === 'toolChoice') request.tools = SAMPLES.tools as ChatRequest['tools'];
-        if (row.field === 'reasoningBudgetTokens') request.reasoning = true;
+        const request = requestWith(row.field, sample);
         const body = dialect.toRequestBody(request);
         assert.notEqual(at(body, path), undefined, `${id} does not write ${String(row.field)} at ${path}`);
       }

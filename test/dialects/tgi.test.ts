@@ -338,7 +338,7 @@ describe('tgi dialect', () => {
       topP: 0.95,
       seed: 7,
       stop: ['\n'],
-      extra: { parameters: { repetition_penalty: 1.1 } },
+      repetitionPenalty: 1.1,
     });
     assert.deepEqual(tgi.toRequestBody(request), {
       inputs: 'What is Deep Learning?',

@@ -29,7 +29,7 @@ async function plainText(
 }
 
 /** The reading rule the README gives: one backslash off each line that is backslashes + the marker. */
-const unescape = (line: string) => (/^\\+\[tokenwire:/.test(line) ? line.slice(1) : line);
+const unescapeLine = (line: string) => (/^\\+\[tokenwire:/.test(line) ? line.slice(1) : line);
 
 const markerLines = (output: string) =>
   output.split(/\r\n|\r|\n/).filter((line) => line.startsWith('[tokenwire:'));
@@ -86,7 +86,7 @@ describe('?format=text: the ending line cannot be forged by the model', () => {
           const answer = output.slice(0, ending);
           const restored = answer
             .split(/(\r\n|\r|\n)/)
-            .map((part, i) => (i % 2 === 0 ? unescape(part) : part))
+            .map((part, i) => (i % 2 === 0 ? unescapeLine(part) : part))
             .join('');
           // The ending starts on a line of its own: one "\n" may have been added before it.
           assert.ok(restored === text || restored === `${text}\n`, JSON.stringify({ text, output }));

@@ -145,7 +145,10 @@ function readContent(value: unknown, path: string): { text: string; images: Chat
 
 /** A data URL (`data:image/png;base64,…`) as media type and bytes; any other URL as a URL. */
 export function imageFromUrl(url: string, path: string): ChatImage {
-  if (!url.startsWith('data:')) return { url };
+  if (url.startsWith('http://') || url.startsWith('https://')) return { url };
+  if (!url.startsWith('data:')) {
+    throw new RequestError(`${path} must be a data URL or an http(s) URL`, { field: path });
+  }
   const comma = url.indexOf(',');
   const header = comma < 0 ? '' : url.slice(5, comma);
   if (comma < 0 || !header.endsWith(';base64')) {
@@ -225,16 +228,24 @@ function parseMessage(item: unknown, path: string): ChatMessage {
  * Structured output as OpenAI writes it (`response_format`): `{type: "json_object"}`, or
  * `{type: "json_schema", json_schema: {name, schema, strict, description}}`; `text` is the default.
  */
-export function parseOpenAiResponseFormat(value: unknown, key = 'response_format'): ResponseFormat | undefined {
+export function parseOpenAiResponseFormat(
+  value: unknown,
+  key = 'response_format',
+): ResponseFormat | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!isRecord(value) || !(value.type === 'text' || value.type === 'json_object' || value.type === 'json_schema')) {
+  if (
+    !isRecord(value) ||
+    !(value.type === 'text' || value.type === 'json_object' || value.type === 'json_schema')
+  ) {
     throw new RequestError(`${key}.type must be text, json_object or json_schema`, { field: `${key}.type` });
   }
   const format: ResponseFormat = { type: value.type };
   if (value.type !== 'json_schema') return format;
   const spec = value.json_schema;
   if (!isRecord(spec) || !isRecord(spec.schema)) {
-    throw new RequestError(`${key}.json_schema.schema must be an object`, { field: `${key}.json_schema.schema` });
+    throw new RequestError(`${key}.json_schema.schema must be an object`, {
+      field: `${key}.json_schema.schema`,
+    });
   }
   format.schema = spec.schema;
   const name = optionalString(spec, 'name', `${key}.json_schema.name`);

@@ -21,18 +21,16 @@ export const LLAMACPP_FLAVORS: readonly LlamacppFlavor[] = ['modern', 'legacy'];
 
 type StopType = 'eos' | 'word' | 'limit' | 'none';
 
-/** `generation_settings` is ~50 sampling keys on a real server; the encoder writes a realistic subset. */
-const SEED_DEFAULT = 4294967295; // LLAMA_DEFAULT_SEED: a random seed was used
-const TEMPERATURE_DEFAULT = 0.800000011920929; // 0.8f widened to double, as the server writes it
-
 /**
  * Writes llama-server's native stream from normalized events. What the events cannot carry is written
  * as follows (and is where the bytes differ from a real server's):
- * - `tokens` (token ids) is `[]`: the ids are unknown, and an empty list cannot be misread as real ids;
+ * - `tokens` (token ids) on a partial event are the text event's own (a llama.cpp upstream's), else left
+ *   out: an invented id list could be misread as real;
  * - `tokens_evaluated` on partial events is the prompt size when a usage event came before the text
  *   (a llama.cpp upstream reports it on the first partial event), else 0;
- * - `prompt` is `""` and `generation_settings` holds `seed`, `temperature`, `n_predict` and `stream` at
- *   the server defaults (legacy: `n_predict`, `model`, `seed`, `temperature`, `stream`);
+ * - `prompt` is left out (the server's rendered prompt is not known), and `generation_settings` holds
+ *   only what the request said (`seed`, `temperature`, `n_predict`) and `stream` — never a server
+ *   default standing in for a value nobody knows;
  * - the end-of-sequence (or stop-word) token gets its own partial event with `content: ""` before the
  *   final event, carrying the timings in the modern flavor, as the server does; after a limit the real
  *   server puts the timings on the last text token's event, which was already written;
@@ -51,10 +49,12 @@ export class LlamacppEncoder implements DialectEncoder {
   #predicted = 0;
   #hasNewLine = false;
   readonly #totals = new StreamTotals();
+  readonly #sampling: EncoderOptions['sampling'];
 
   constructor(options: EncoderOptions = {}) {
     this.#flavor = options.flavor === 'legacy' ? 'legacy' : 'modern';
     this.#model = options.model;
+    this.#sampling = options.sampling;
   }
 
   event(event: StreamEvent, sink: FrameSink): void {
@@ -65,7 +65,7 @@ export class LlamacppEncoder implements DialectEncoder {
       case 'text':
         if (event.text === '') return;
         if (event.text.includes('\n')) this.#hasNewLine = true;
-        this.#partial(event.text, undefined, sink);
+        this.#partial(event.text, undefined, sink, event.tokenIds);
         return;
       case 'reasoning':
       case 'tool-call-delta':
@@ -101,23 +101,33 @@ export class LlamacppEncoder implements DialectEncoder {
     else sink(JSON.stringify({ error: body }));
   }
 
-  #partial(content: string, timings: JsonRecord | undefined, sink: FrameSink): void {
+  #partial(content: string, timings: JsonRecord | undefined, sink: FrameSink, tokenIds?: number[]): void {
     this.#predicted += 1;
     if (this.#flavor === 'legacy') {
       sink(JSON.stringify({ content, stop: false, id_slot: 0, multimodal: false, index: 0 }));
       return;
     }
-    const event: JsonRecord = {
-      index: 0,
-      content,
-      tokens: [],
-      stop: false,
-      id_slot: -1,
-      tokens_predicted: this.#predicted,
-      tokens_evaluated: this.#totals.usage?.inputTokens ?? 0,
-    };
+    const event: JsonRecord = { index: 0, content };
+    if (tokenIds !== undefined) event.tokens = tokenIds;
+    event.stop = false;
+    event.id_slot = -1;
+    event.tokens_predicted = this.#predicted;
+    event.tokens_evaluated = this.#totals.usage?.inputTokens ?? 0;
     if (timings !== undefined) event.timings = timings;
     sink(llamacppJson(event));
+  }
+
+  /** What is known of the request's sampling, in the server's key order (legacy: with the model). */
+  #settings(legacy: boolean, model: string): JsonRecord {
+    const sampling = this.#sampling;
+    const settings: JsonRecord = {};
+    if (legacy && sampling?.maxTokens !== undefined) settings.n_predict = sampling.maxTokens;
+    if (legacy) settings.model = model;
+    if (sampling?.seed !== undefined) settings.seed = sampling.seed;
+    if (sampling?.temperature !== undefined) settings.temperature = sampling.temperature;
+    if (!legacy && sampling?.maxTokens !== undefined) settings.n_predict = sampling.maxTokens;
+    settings.stream = true;
+    return settings;
   }
 
   #finalEvent(stopType: StopType, timings: JsonRecord | undefined): JsonRecord {
@@ -138,14 +148,7 @@ export class LlamacppEncoder implements DialectEncoder {
         model,
         tokens_predicted: output,
         tokens_evaluated: input,
-        generation_settings: {
-          n_predict: -1,
-          model,
-          seed: SEED_DEFAULT,
-          temperature: TEMPERATURE_DEFAULT,
-          stream: true,
-        },
-        prompt: '',
+        generation_settings: this.#settings(true, model),
         has_new_line: this.#hasNewLine,
         truncated,
         stopped_eos: stopType === 'eos',
@@ -167,13 +170,7 @@ export class LlamacppEncoder implements DialectEncoder {
       model,
       tokens_predicted: output,
       tokens_evaluated: input,
-      generation_settings: {
-        seed: SEED_DEFAULT,
-        temperature: TEMPERATURE_DEFAULT,
-        n_predict: -1,
-        stream: true,
-      },
-      prompt: '',
+      generation_settings: this.#settings(false, model),
       has_new_line: this.#hasNewLine,
       truncated,
       stop_type: stopType,

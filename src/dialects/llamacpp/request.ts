@@ -1,8 +1,9 @@
 import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
-import type { JsonRecord } from '../common/json-fields.ts';
+import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   dropUndefined,
   extraFields,
+  formatSchema,
   optionalBoolean,
   optionalNumber,
   optionalStopList,
@@ -25,13 +26,18 @@ const KNOWN = new Set([
   'stop',
   'frequency_penalty',
   'presence_penalty',
+  'repeat_penalty',
+  'min_p',
+  'n_probs',
+  'json_schema',
 ]);
 
 /**
  * `POST /completion` body -> normalized request (wire-formats.md §4.10). `n_predict` (aliases
  * `max_tokens`, `max_completion_tokens`) is the output cap; a negative `n_predict` ("until end of
  * sequence or context") and a negative `seed` ("random") have no normalized meaning and travel in
- * `extra`, as do llama.cpp's own options (`cache_prompt`, `min_p`, `repeat_penalty`, `n_probs`…).
+ * `extra`, as do llama.cpp's own options (`cache_prompt`, `grammar`, `mirostat`…). `repeat_penalty`,
+ * `min_p`, `n_probs` (top-K log probabilities; 0 asks for none) and `json_schema` are normalized.
  * `stop` should be a list (the server ignores a bare string); a bare string is accepted as one stop.
  */
 export function llamacppFromBody(input: unknown): ChatRequest {
@@ -62,6 +68,16 @@ export function llamacppFromBody(input: unknown): ChatRequest {
   request.stop = optionalStopList(body, 'stop');
   request.frequencyPenalty = optionalNumber(body, 'frequency_penalty');
   request.presencePenalty = optionalNumber(body, 'presence_penalty');
+  request.repetitionPenalty = optionalNumber(body, 'repeat_penalty', { min: 0 });
+  request.minP = optionalNumber(body, 'min_p', { min: 0, max: 1 });
+  const nProbs = optionalNumber(body, 'n_probs', { integer: true, min: 0 });
+  if (nProbs !== undefined && nProbs > 0) request.logprobs = nProbs;
+  const schema = body.json_schema;
+  if (schema !== undefined && schema !== null) {
+    if (!isRecord(schema))
+      throw new RequestError('json_schema must be a JSON schema object', { field: 'json_schema' });
+    request.responseFormat = { type: 'json_schema', schema };
+  }
   request.stream = optionalBoolean(body, 'stream');
   if (Object.keys(extra).length > 0) request.extra = extra;
   return dropUndefined(request);
@@ -69,10 +85,14 @@ export function llamacppFromBody(input: unknown): ChatRequest {
 
 /**
  * Normalized request -> `POST /completion` body (streaming). Chat turns are rendered with
- * `renderPrompt`; tools and reasoning have no native field and are left out.
+ * `renderPrompt` (the prompt is always raw: no template); tools and reasoning have no native field (the
+ * gateway refuses them before this).
  */
 export function llamacppToBody(request: ChatRequest): JsonRecord {
-  const body: JsonRecord = { prompt: renderPrompt(request), stream: true };
+  // A raw prompt (Ollama `raw: true`) goes as it is, without its system turn rendered in.
+  const prompt =
+    request.raw === true && request.prompt !== undefined ? request.prompt : renderPrompt(request);
+  const body: JsonRecord = { prompt, stream: true };
   if (request.model !== undefined) body.model = request.model;
   if (request.maxTokens !== undefined) body.n_predict = request.maxTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
@@ -82,6 +102,13 @@ export function llamacppToBody(request: ChatRequest): JsonRecord {
   if (request.stop !== undefined) body.stop = request.stop;
   if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty;
   if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty;
+  if (request.repetitionPenalty !== undefined) body.repeat_penalty = request.repetitionPenalty;
+  if (request.minP !== undefined) body.min_p = request.minP;
+  // n_probs 0 is "none": a top-0 ask (the chosen token's own probability) is refused before this.
+  if (request.logprobs !== undefined && request.logprobs > 0) body.n_probs = request.logprobs;
+  if (request.responseFormat !== undefined && request.responseFormat.type !== 'text') {
+    body.json_schema = formatSchema(request.responseFormat);
+  }
   for (const [key, value] of Object.entries(request.extra ?? {})) {
     if (key !== 'stream' && !(key in body)) body[key] = value;
   }

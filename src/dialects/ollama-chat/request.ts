@@ -8,26 +8,30 @@ import {
   parseTools,
 } from '../common/request-fields.ts';
 import {
+  ollamaImages,
   readOllamaOptions,
   requireOllamaBody,
   writeOllamaExtra,
   writeOllamaOptions,
 } from '../ollama-family/ollama-request-fields.ts';
 
-const KNOWN = new Set(['model', 'messages', 'stream', 'options', 'think', 'tools']);
+const KNOWN = new Set(['model', 'messages', 'stream', 'options', 'think', 'tools', 'format']);
 
 /**
  * `POST /api/chat` body -> normalized request. `model` is required (Ollama answers 400 without one);
  * `messages` may be empty or absent (Ollama then only loads the model). Sampling comes from `options`,
- * reasoning from `think`, tools in the OpenAI shape. Ollama always reports usage on its `done` line, so
- * `includeUsage` is set: a translated upstream must be asked for the counts. `format`, `keep_alive`,
- * `logprobs`, `truncate` and every other field travel in `extra` (with the rest of `options` in
- * `extra.options`). Message `images` and `thinking` are not kept.
+ * reasoning from `think`, structured output from `format`, tools in the OpenAI shape, message `images`
+ * (base64) as the turn's images. Ollama always reports usage on its `done` line, so `includeUsage` is
+ * set: a translated upstream must be asked for the counts. `keep_alive`, `logprobs`, `truncate` and every
+ * other field travel in `extra` (with the rest of `options` in `extra.options`). Message `thinking` is
+ * not kept.
  */
 export function ollamaChatFromBody(input: unknown): ChatRequest {
   const { body, model } = requireOllamaBody(input);
   const messages = body.messages === undefined || body.messages === null ? [] : parseMessages(body);
   const request: ChatRequest = { model, messages, includeUsage: true };
+  // No turns: Ollama loads the model and answers `done_reason: "load"`.
+  if (messages.length === 0) request.loadOnly = true;
   const stream = optionalBoolean(body, 'stream');
   if (stream !== undefined) request.stream = stream;
   const tools = parseTools(body);
@@ -57,6 +61,7 @@ export function ollamaChatToBody(request: ChatRequest): JsonRecord {
 
 /** The turns to send; an empty list (a load-only request) stays empty unless there is a prompt. */
 function chatMessages(request: ChatRequest): ChatMessage[] {
+  if (request.loadOnly === true) return [];
   if (request.messages !== undefined && request.messages.length === 0 && request.prompt === undefined)
     return [];
   return requestMessages(request);
@@ -72,6 +77,7 @@ function ollamaMessage(message: ChatMessage): JsonRecord {
   }
   if (message.role === 'tool' && message.name !== undefined) out.tool_name = message.name;
   if (message.toolCallId !== undefined) out.tool_call_id = message.toolCallId;
+  if (message.images !== undefined && message.images.length > 0) out.images = ollamaImages(message.images);
   return out;
 }
 
@@ -83,4 +89,19 @@ function argumentsObject(text: string): JsonRecord {
   } catch {
     return {};
   }
+}
+
+/**
+ * Ollama's answer to a load-only chat (`loadOnly`: no messages): one JSON object, an empty assistant
+ * message with `done: true, done_reason: "load"`, as `application/json; charset=utf-8` streaming or not
+ * (server/routes.go, ChatHandler); `createdAt` is Ollama's `created_at` text.
+ */
+export function ollamaChatLoadAnswer(model: string, createdAt: string): JsonRecord {
+  return {
+    model,
+    created_at: createdAt,
+    message: { role: 'assistant', content: '' },
+    done: true,
+    done_reason: 'load',
+  };
 }

@@ -1,4 +1,4 @@
-import type { ChatRequest } from '../../events/chat-request.ts';
+import type { ChatImage, ChatRequest, ResponseFormat } from '../../events/chat-request.ts';
 import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   extraFields,
@@ -21,6 +21,8 @@ const KNOWN_OPTIONS = new Set([
   'stop',
   'frequency_penalty',
   'presence_penalty',
+  'repeat_penalty',
+  'min_p',
 ]);
 
 /** Ollama's `think` levels (besides `true`/`false`). */
@@ -38,10 +40,12 @@ export function requireOllamaBody(input: unknown): { body: JsonRecord; model: st
 
 /**
  * Reads `options` (sampling: `num_predict`, `temperature`, `top_p`, `top_k`, `seed`, `stop`,
- * `frequency_penalty`, `presence_penalty`) and `think` into `request`. A negative `num_predict` (-1: no
+ * `frequency_penalty`, `presence_penalty`, `repeat_penalty`, `min_p`), `format` and `think` into `request`. A negative `num_predict` (-1: no
  * limit, -2: fill the context) has no normalized form and stays in the returned rest of `options`.
  */
 export function readOllamaOptions(body: JsonRecord, request: ChatRequest): JsonRecord | undefined {
+  const format = readOllamaFormat(body.format);
+  if (format !== undefined) request.responseFormat = format;
   const think = body.think;
   if (think !== undefined && think !== null) {
     if (typeof think === 'boolean' || (typeof think === 'string' && THINK_LEVELS.has(think))) {
@@ -80,16 +84,26 @@ export function readOllamaOptions(body: JsonRecord, request: ChatRequest): JsonR
     'presencePenalty',
     optionalNumber(options, 'presence_penalty', { path: 'options.presence_penalty' }),
   );
+  setDefined(
+    request,
+    'repetitionPenalty',
+    optionalNumber(options, 'repeat_penalty', { path: 'options.repeat_penalty', min: 0 }),
+  );
+  setDefined(request, 'minP', optionalNumber(options, 'min_p', { path: 'options.min_p', min: 0, max: 1 }));
   return Object.keys(rest).length > 0 ? rest : undefined;
 }
 
 /**
- * Writes the `options` object (only when something goes in it) and `think` onto `body`. Reasoning
+ * Writes the `options` object (only when something goes in it), `format` and `think` onto `body`. Reasoning
  * efforts from other dialects are clamped to Ollama's levels: `none` -> false, `minimal` -> `low`,
  * `xhigh`/`ultra` -> `max`, any other word -> true.
  */
 export function writeOllamaOptions(body: JsonRecord, request: ChatRequest): void {
   if (request.reasoning !== undefined) body.think = ollamaThink(request.reasoning);
+  if (request.responseFormat !== undefined && request.responseFormat.type !== 'text') {
+    body.format =
+      request.responseFormat.type === 'json_object' ? 'json' : (request.responseFormat.schema ?? {});
+  }
   const passed = request.extra?.options;
   const options: JsonRecord = isRecord(passed) ? { ...passed } : {};
   if (request.maxTokens !== undefined) options.num_predict = request.maxTokens;
@@ -100,6 +114,8 @@ export function writeOllamaOptions(body: JsonRecord, request: ChatRequest): void
   if (request.stop !== undefined) options.stop = request.stop;
   if (request.frequencyPenalty !== undefined) options.frequency_penalty = request.frequencyPenalty;
   if (request.presencePenalty !== undefined) options.presence_penalty = request.presencePenalty;
+  if (request.repetitionPenalty !== undefined) options.repeat_penalty = request.repetitionPenalty;
+  if (request.minP !== undefined) options.min_p = request.minP;
   if (Object.keys(options).length > 0) body.options = options;
 }
 
@@ -108,6 +124,17 @@ export function writeOllamaExtra(body: JsonRecord, request: ChatRequest): void {
   for (const [key, value] of Object.entries(request.extra ?? {})) {
     if (key !== 'options' && !(key in body)) body[key] = value;
   }
+}
+
+/**
+ * Ollama's `format`: `"json"` (any JSON: OpenAI's `json_object`) or a JSON Schema object (its
+ * `json_schema`, with no name); `""` is no format.
+ */
+function readOllamaFormat(value: unknown): ResponseFormat | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (value === 'json') return { type: 'json_object' };
+  if (isRecord(value)) return { type: 'json_schema', schema: value };
+  throw new RequestError('format must be "json" or a JSON schema object', { field: 'format' });
 }
 
 function ollamaThink(reasoning: boolean | string): boolean | string {
@@ -129,6 +156,19 @@ function ollamaThink(reasoning: boolean | string): boolean | string {
     default:
       return true;
   }
+}
+
+/**
+ * Images as Ollama takes them: base64 bytes. A URL has no Ollama counterpart (the gateway refuses it
+ * before this, naming the field); a caller of this mapping gets the same 400.
+ */
+export function ollamaImages(images: readonly ChatImage[]): string[] {
+  return images.map((image, i) => {
+    if (image.data === undefined) {
+      throw new RequestError(`images[${i}]: Ollama takes base64 images only, not a URL`, { field: 'images' });
+    }
+    return image.data;
+  });
 }
 
 function setDefined<K extends keyof ChatRequest>(request: ChatRequest, key: K, value: ChatRequest[K]): void {

@@ -17,7 +17,7 @@ import {
 } from '../openai-family/openai-request-fields.ts';
 
 /** Fields read into the normalized request (everything else travels in `extra`). */
-const KNOWN = new Set([...OPENAI_SAMPLING_FIELDS, 'prompt']);
+const KNOWN = new Set([...OPENAI_SAMPLING_FIELDS, 'prompt', 'logprobs']);
 
 /** `POST /v1/completions` body -> normalized request. */
 export function openAiCompletionsFromBody(input: unknown): ChatRequest {
@@ -25,9 +25,10 @@ export function openAiCompletionsFromBody(input: unknown): ChatRequest {
   const request: ChatRequest = { prompt: parsePrompt(body.prompt) };
   readOpenAiSampling(body, request);
   request.maxTokens = optionalNumber(body, 'max_tokens', { integer: true, min: 0 });
-  // Completion-only fields with no normalized home: checked here, passed through in `extra`.
+  // Completion-only fields with no normalized home: checked here, passed through in `extra` (but
+  // `logprobs`, the top-K count, is normalized).
   optionalBoolean(body, 'echo');
-  optionalNumber(body, 'logprobs', { integer: true, min: 0 });
+  request.logprobs = optionalNumber(body, 'logprobs', { integer: true, min: 0 });
   optionalString(body, 'suffix');
   readExtraAndStreamOptions(body, request, KNOWN);
   return dropUndefined(request);
@@ -54,7 +55,8 @@ function parsePrompt(value: unknown): string {
 
 /**
  * Normalized request -> `POST /v1/completions` body (streaming). A chat request is rendered into one
- * prompt with `renderPrompt`; tools and reasoning have no place in a completions body and are left out.
+ * prompt with `renderPrompt` (a completions prompt is always raw: no template); tools and reasoning have
+ * no place in a completions body (the gateway refuses them before this).
  */
 export function openAiCompletionsToBody(request: ChatRequest): JsonRecord {
   const body: JsonRecord = {
@@ -63,6 +65,7 @@ export function openAiCompletionsToBody(request: ChatRequest): JsonRecord {
     stream: true,
   };
   writeOpenAiSampling(request, body);
+  if (request.logprobs !== undefined) body.logprobs = request.logprobs;
   writeStreamOptionsAndExtra(request, body);
   return body;
 }

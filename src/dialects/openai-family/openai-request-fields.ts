@@ -2,10 +2,12 @@ import type { ChatRequest } from '../../events/chat-request.ts';
 import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   extraFields,
+  openAiResponseFormat,
   optionalBoolean,
   optionalNumber,
   optionalStopList,
   optionalString,
+  parseOpenAiResponseFormat,
 } from '../common/request-fields.ts';
 import { RequestError } from '../dialect.ts';
 
@@ -21,6 +23,10 @@ export const OPENAI_SAMPLING_FIELDS: readonly string[] = [
   'stop',
   'frequency_penalty',
   'presence_penalty',
+  'repetition_penalty',
+  'min_p',
+  'n',
+  'response_format',
   'stream_options',
 ];
 
@@ -35,6 +41,11 @@ export function readOpenAiSampling(body: JsonRecord, request: ChatRequest): void
   request.stop = optionalStopList(body, 'stop');
   request.frequencyPenalty = optionalNumber(body, 'frequency_penalty');
   request.presencePenalty = optionalNumber(body, 'presence_penalty');
+  // vLLM's extensions (llama-server reads `repeat_penalty` on these routes, vLLM `repetition_penalty`).
+  request.repetitionPenalty = optionalNumber(body, 'repetition_penalty', { min: 0 });
+  request.minP = optionalNumber(body, 'min_p', { min: 0, max: 1 });
+  request.n = optionalNumber(body, 'n', { integer: true, min: 1 });
+  request.responseFormat = parseOpenAiResponseFormat(body.response_format);
   request.stream = optionalBoolean(body, 'stream');
 }
 
@@ -69,6 +80,11 @@ export function writeOpenAiSampling(request: ChatRequest, body: JsonRecord): voi
   if (request.stop !== undefined) body.stop = request.stop;
   if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty;
   if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty;
+  if (request.repetitionPenalty !== undefined) body.repetition_penalty = request.repetitionPenalty;
+  if (request.minP !== undefined) body.min_p = request.minP;
+  if (request.n !== undefined) body.n = request.n;
+  if (request.responseFormat !== undefined)
+    body.response_format = openAiResponseFormat(request.responseFormat);
 }
 
 /** Writes `stream_options` (include_usage over the kept vendor options) and the `extra` fields. */

@@ -158,7 +158,11 @@ function inputContent(content: unknown, path: string): string {
 }
 
 /** Text parts joined, and `input_image` parts (`image_url`: a data URL or an http(s) one) when allowed. */
-function inputParts(content: unknown, path: string, withImages = true): { text: string; images: ChatImage[] } {
+function inputParts(
+  content: unknown,
+  path: string,
+  withImages = true,
+): { text: string; images: ChatImage[] } {
   const images: ChatImage[] = [];
   if (typeof content === 'string') return { text: content, images };
   if (!Array.isArray(content))
@@ -275,7 +279,8 @@ export function responsesToBody(request: ChatRequest): JsonRecord {
   // Leading system turns are the instructions; later ones stay in the input as system messages.
   let first = 0;
   const instructions: string[] = [];
-  while (first < messages.length && messages[first]!.role === 'system')
+  // A `developer` turn stays one (in the input), as the client sent it.
+  while (first < messages.length && messages[first]!.role === 'system' && messages[first]!.developer !== true)
     instructions.push(messages[first++]!.content);
   if (instructions.length > 0) body.instructions = instructions.join('\n\n');
   const rest = messages.slice(first);
@@ -307,10 +312,12 @@ export function responsesToBody(request: ChatRequest): JsonRecord {
   }
   const extra = request.extra ?? {};
   const reasoningRest = isRecord(extra.reasoning) ? extra.reasoning : undefined;
-  if (typeof request.reasoning === 'string' || request.reasoning === false || reasoningRest !== undefined) {
+  if (request.reasoning !== undefined || reasoningRest !== undefined) {
     const reasoning: JsonRecord = { ...reasoningRest };
     if (typeof request.reasoning === 'string') reasoning.effort = request.reasoning;
     else if (request.reasoning === false) reasoning.effort = 'none';
+    // A bare "reason" (Ollama `think: true`, Anthropic thinking enabled): OpenAI's default effort.
+    else if (request.reasoning === true) reasoning.effort = 'medium';
     body.reasoning = reasoning;
   }
   const textRest = isRecord(extra.text) ? extra.text : undefined;

@@ -123,7 +123,10 @@ export function tgiToBody(request: ChatRequest): JsonRecord {
   const extra = request.extra ?? {};
   if (isRecord(extra.parameters)) Object.assign(parameters, extra.parameters);
   parameters.details ??= true;
-  const body: JsonRecord = { inputs: renderPrompt(request), parameters, stream: true };
+  // A raw prompt (Ollama `raw: true`) goes as it is, without its system turn rendered in.
+  const inputs =
+    request.raw === true && request.prompt !== undefined ? request.prompt : renderPrompt(request);
+  const body: JsonRecord = { inputs, parameters, stream: true };
   for (const [key, value] of Object.entries(extra)) if (!(key in body)) body[key] = value;
   return body;
 }
