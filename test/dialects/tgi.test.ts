@@ -439,3 +439,29 @@ describe('tgi dialect', () => {
     assert.equal(tgi.detect({ payload: { index: 0, content: 'x', stop: false, id_slot: -1 } }), 0);
   });
 });
+
+describe('tgi encoder: what it writes of what it knows', () => {
+  it("writes the request's seed in details (null only when none was given), and a token's own id and logprob", () => {
+    const events = [
+      { type: 'start' as const, model: 'm' },
+      { type: 'text' as const, text: 'Hi', tokenIds: [13048], logprobs: [{ token: 'Hi', logprob: -0.25 }] },
+      { type: 'finish' as const, reason: 'length' as const, raw: 'length' },
+    ];
+    const lines = (options: Parameters<typeof encodeEvents>[2]) =>
+      encodeEvents(tgi, events, options)
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map(
+          (line) =>
+            JSON.parse(line.slice(5)) as {
+              token: { id: number; logprob: number };
+              details: { seed: unknown } | null;
+            },
+        );
+    const seeded = lines({ sampling: { seed: 7 } });
+    assert.equal(seeded.at(-1)!.details!.seed, 7);
+    assert.equal(seeded[0]!.token.id, 13048);
+    assert.equal(seeded[0]!.token.logprob, -0.25);
+    assert.equal(lines({}).at(-1)!.details!.seed, null);
+  });
+});

@@ -26,14 +26,16 @@ const EOS: Record<TgiFlavor, SpecialToken> = {
 /**
  * Writes TGI's native stream from normalized events, one token event per text event. What the events
  * cannot carry is written as follows (and is where the bytes differ from a real server's):
- * - text tokens have `"id":0` and `"logprob":0.0` (serde's f32 form): ids and logprobs are unknown;
+ * - a text token's `id` and `logprob` are the event's own when the upstream sent them (token ids, logprobs),
+ *   else `"id":0` and `"logprob":0.0` (serde's f32 form), the schema's required numbers;
  * - the last event carries the end-of-sequence special token after an end-of-sequence finish, otherwise
  *   (length, stop sequence) a non-special token with text `""` (a real server puts the last generated
  *   token there, but that text was already written when it arrived);
  * - `details` is always written (the client may not have asked for it, but it is the only place the
  *   finish reason and the counts can go): `finish_reason` is the raw word (`eos_token`, `length`,
  *   `stop_sequence` — the latter whenever a stop string ended it), `generated_tokens` the output count
- *   (or the events written), `seed` null, `input_length` the prompt count (0 when unknown).
+ *   (or the events written), `seed` the request's (null when it gave none), `input_length` the prompt
+ *   count (0 when unknown).
  * - `generated_text` is the text written; a stop sequence that other servers strip is not added back.
  * Reasoning, tool calls and timings are not written: the native stream has no fields for them.
  */
@@ -44,10 +46,12 @@ export class TgiEncoder implements DialectEncoder {
   #index = 0;
   #text = '';
   readonly #totals = new StreamTotals();
+  readonly #seed: number | undefined;
 
   constructor(options: EncoderOptions = {}) {
     this.#flavor = options.flavor === 'legacy' ? 'legacy' : 'modern';
     this.sseSpace = this.#flavor === 'modern';
+    this.#seed = options.sampling?.seed;
   }
 
   event(event: StreamEvent, sink: FrameSink): void {
@@ -55,7 +59,15 @@ export class TgiEncoder implements DialectEncoder {
       case 'text':
         if (event.text === '') return;
         this.#text += event.text;
-        sink(this.#tokenEvent({ id: 0, text: event.text }, false, null, null));
+        sink(
+          this.#tokenEvent(
+            { id: event.tokenIds?.length === 1 ? event.tokenIds[0]! : 0, text: event.text },
+            false,
+            null,
+            null,
+            event.logprobs?.length === 1 ? event.logprobs[0]!.logprob : undefined,
+          ),
+        );
         return;
       case 'finish':
       case 'usage':
@@ -77,8 +89,8 @@ export class TgiEncoder implements DialectEncoder {
     const generatedTokens = this.#totals.usage?.outputTokens ?? this.#index + 1;
     const details =
       this.#flavor === 'modern'
-        ? `{"finish_reason":${JSON.stringify(reason)},"generated_tokens":${generatedTokens},"seed":null,"input_length":${this.#totals.usage?.inputTokens ?? 0}}`
-        : `{"finish_reason":${JSON.stringify(reason)},"generated_tokens":${generatedTokens},"seed":null}`;
+        ? `{"finish_reason":${JSON.stringify(reason)},"generated_tokens":${generatedTokens},"seed":${this.#seed ?? null},"input_length":${this.#totals.usage?.inputTokens ?? 0}}`
+        : `{"finish_reason":${JSON.stringify(reason)},"generated_tokens":${generatedTokens},"seed":${this.#seed ?? null}}`;
     sink(this.#tokenEvent(token, eos, JSON.stringify(this.#text), details));
   }
 
@@ -93,9 +105,11 @@ export class TgiEncoder implements DialectEncoder {
     special: boolean,
     generated: string | null,
     details: string | null,
+    logprob?: number,
   ): string {
     this.#index += 1;
-    return `{"index":${this.#index},"token":{"id":${token.id},"text":${JSON.stringify(token.text)},"logprob":0.0,"special":${special}},"generated_text":${generated ?? 'null'},"details":${details ?? 'null'}}`;
+    const written = logprob === undefined || !Number.isFinite(logprob) ? '0.0' : JSON.stringify(logprob);
+    return `{"index":${this.#index},"token":{"id":${token.id},"text":${JSON.stringify(token.text)},"logprob":${written},"special":${special}},"generated_text":${generated ?? 'null'},"details":${details ?? 'null'}}`;
   }
 }
 
