@@ -4,6 +4,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { DIALECT_IDS } from '../src/dialects/dialect.ts';
+import { RedisResumeStore, type RedisResumeStoreOptions } from '../src/node/redis-resume-store.ts';
+import { serve } from '../src/node/serve.ts';
+import { createGateway, type Gateway } from '../src/server/create-gateway.ts';
+import { createSim } from '../src/sim/create-sim.ts';
 
 /** A redis-server with an RDB file that can be stopped and started again on the same port and data. */
 export interface PersistentRedis {
@@ -128,4 +133,44 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** One gateway replica on the Redis resume store, in front of its own simulator. */
+export interface RedisReplica {
+  url: string;
+  gateway: Gateway;
+  store: RedisResumeStore;
+  close(): Promise<void>;
+}
+
+/**
+ * A replica as the restart checks run it (the soak's and the test's): the Redis store with the given
+ * heartbeat and follow timings, streams kept on disconnect (a client comes back), no keepalives.
+ */
+export async function startRedisReplica(
+  redisUrl: string,
+  tokensPerSecond: number,
+  timings: Pick<RedisResumeStoreOptions, 'heartbeatMs' | 'producerTimeoutMs' | 'blockMs'>,
+): Promise<RedisReplica> {
+  const store = new RedisResumeStore(Object.assign({ url: redisUrl }, timings));
+  await store.ready();
+  const sim = createSim({ timing: { tokensPerSecond, loadMs: 0 } });
+  const gateway = createGateway({
+    upstreams: [
+      { name: 'sim', url: 'http://sim.internal', dialects: DIALECT_IDS, fetch: sim.fetch, models: ['sim'] },
+    ],
+    resumeStore: store,
+    keepStreamOnDisconnect: true,
+    keepaliveMs: 0,
+  });
+  const served = await serve(gateway.fetch);
+  return {
+    url: served.url,
+    gateway,
+    store,
+    close: async () => {
+      await gateway.close();
+      await served.close();
+    },
+  };
 }

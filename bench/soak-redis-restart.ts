@@ -3,17 +3,12 @@
 // snapshot, then stopped with SIGTERM and restarted after a second down. Every resumed stream must be
 // complete with contiguous ids, or end with its dialect's error (or be refused with a 4xx/503): never
 // silently short. Bounded in time: new streams start for `durationMs`, every read has a deadline.
-import { DIALECT_IDS } from '../src/dialects/dialect.ts';
 import { openAiChat } from '../src/dialects/openai-chat/index.ts';
 import { StreamDecoder } from '../src/dialects/stream-decoder.ts';
 import type { StreamEvent } from '../src/events/stream-event.ts';
-import { RedisResumeStore } from '../src/node/redis-resume-store.ts';
-import { serve } from '../src/node/serve.ts';
-import { createGateway, type Gateway } from '../src/server/create-gateway.ts';
-import { createSim } from '../src/sim/create-sim.ts';
 import type { Frame } from '../src/wire/frame.ts';
 import { SseDecoder } from '../src/wire/sse-decoder.ts';
-import { startPersistentRedis } from './persistent-redis.ts';
+import { startPersistentRedis, startRedisReplica } from './persistent-redis.ts';
 
 export interface RedisRestartSoakOptions {
   /** How long new streams keep starting, ms (the restarts happen within it). */
@@ -40,39 +35,8 @@ export interface RedisRestartSoakReport {
 
 const READ_DEADLINE_MS = 30000;
 
-interface Replica {
-  url: string;
-  gateway: Gateway;
-  close(): Promise<void>;
-}
-
-async function replica(redisUrl: string, tokensPerSecond: number): Promise<Replica> {
-  const store = new RedisResumeStore({
-    url: redisUrl,
-    heartbeatMs: 200,
-    producerTimeoutMs: 2000,
-    blockMs: 500,
-  });
-  await store.ready();
-  const sim = createSim({ timing: { tokensPerSecond, loadMs: 0 } });
-  const gateway = createGateway({
-    upstreams: [
-      { name: 'sim', url: 'http://sim.internal', dialects: DIALECT_IDS, fetch: sim.fetch, models: ['sim'] },
-    ],
-    resumeStore: store,
-    keepStreamOnDisconnect: true,
-    keepaliveMs: 0,
-  });
-  const served = await serve(gateway.fetch);
-  return {
-    url: served.url,
-    gateway,
-    close: async () => {
-      await gateway.close();
-      await served.close();
-    },
-  };
-}
+const replica = (redisUrl: string, tokensPerSecond: number) =>
+  startRedisReplica(redisUrl, tokensPerSecond, { heartbeatMs: 200, producerTimeoutMs: 2000, blockMs: 500 });
 
 /** Reads SSE frames until the body ends, `stopAfter` frames arrived, or the deadline. */
 async function readFrames(

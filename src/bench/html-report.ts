@@ -426,6 +426,28 @@ function timelineChart(r: LevelResult): string {
 }
 
 /** A sweep: TTFT and TPOT p50/p99 against each level. */
+/** A chart's opening: the svg with its title, and a grid line with its label at each y tick. */
+function chartFrame(
+  title: string,
+  width: number,
+  height: number,
+  left: number,
+  plotW: number,
+  ticks: readonly number[],
+  y: (v: number) => number,
+): string[] {
+  const out = [
+    `<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${title}"><text class="title" x="${left}" y="18">${title}</text>`,
+  ];
+  for (const v of ticks)
+    out.push(
+      `<line class="grid" x1="${left}" x2="${left + plotW}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}"/><text x="${
+        left - 6
+      }" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${shortNumber(v)}</text>`,
+    );
+  return out;
+}
+
 function sweepChart(levels: readonly LevelResult[]): string {
   const title = 'Latency by load level (ms)';
   const series = [
@@ -442,15 +464,7 @@ function sweepChart(levels: readonly LevelResult[]): string {
   const n = levels.length;
   const x = (i: number) => M.left + ((i + 0.5) / n) * plotW;
   const y = (v: number) => M.top + plotH - (v / (top || 1)) * plotH;
-  const out: string[] = [
-    `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${title}"><text class="title" x="${M.left}" y="18">${title}</text>`,
-  ];
-  for (const v of ticks)
-    out.push(
-      `<line class="grid" x1="${M.left}" x2="${M.left + plotW}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}"/><text x="${
-        M.left - 6
-      }" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${shortNumber(v)}</text>`,
-    );
+  const out = chartFrame(title, W, H, M.left, plotW, ticks, y);
   for (const s of series)
     out.push(
       polyline(
@@ -502,15 +516,7 @@ function throughputLatencyChart(levels: readonly LevelResult[]): string {
   const top = yTicks.at(-1) ?? 1;
   const x = (v: number) => M.left + (v / (right || 1)) * plotW;
   const y = (v: number) => M.top + plotH - (v / (top || 1)) * plotH;
-  const out: string[] = [
-    `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${title}"><text class="title" x="${M.left}" y="18">${title}</text>`,
-  ];
-  for (const v of yTicks)
-    out.push(
-      `<line class="grid" x1="${M.left}" x2="${M.left + plotW}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}"/><text x="${
-        M.left - 6
-      }" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${shortNumber(v)}</text>`,
-    );
+  const out = chartFrame(title, W, H, M.left, plotW, yTicks, y);
   for (const v of xTicks)
     out.push(
       `<line class="axis" x1="${x(v).toFixed(1)}" x2="${x(v).toFixed(1)}" y1="${M.top + plotH}" y2="${M.top + plotH + 4}"/><text class="tick" x="${x(

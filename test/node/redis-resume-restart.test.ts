@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { type PersistentRedis, startPersistentRedis } from '../../bench/persistent-redis.ts';
-import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
+import {
+  type PersistentRedis,
+  type RedisReplica,
+  startPersistentRedis,
+  startRedisReplica,
+} from '../../bench/persistent-redis.ts';
 import { openAiChat } from '../../src/dialects/openai-chat/index.ts';
 import { RedisResumeStore } from '../../src/node/redis-resume-store.ts';
-import { serve } from '../../src/node/serve.ts';
-import { createGateway, type Gateway } from '../../src/server/create-gateway.ts';
+import type { Gateway } from '../../src/server/create-gateway.ts';
 import type { StoredFrame, StreamMeta } from '../../src/server/resume-store.ts';
-import { createSim } from '../../src/sim/create-sim.ts';
 import type { Frame } from '../../src/wire/frame.ts';
 import { decodeChunks } from '../helpers/decode.ts';
 import { readSse } from '../helpers/sse-read.ts';
@@ -20,35 +22,14 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 });
 
-interface Replica {
-  url: string;
-  gateway: Gateway;
-  store: RedisResumeStore;
-}
-
-async function replica(redisUrl: string, tokensPerSecond: number): Promise<Replica> {
-  const store = new RedisResumeStore({
-    url: redisUrl,
+async function replica(redisUrl: string, tokensPerSecond: number): Promise<RedisReplica> {
+  const started = await startRedisReplica(redisUrl, tokensPerSecond, {
     heartbeatMs: 100,
     producerTimeoutMs: 1500,
     blockMs: 200,
   });
-  await store.ready();
-  const sim = createSim({ timing: { tokensPerSecond, loadMs: 0 } });
-  const gateway = createGateway({
-    upstreams: [
-      { name: 'sim', url: 'http://sim.internal', dialects: DIALECT_IDS, fetch: sim.fetch, models: ['sim'] },
-    ],
-    resumeStore: store,
-    keepStreamOnDisconnect: true,
-    keepaliveMs: 0,
-  });
-  const served = await serve(gateway.fetch);
-  cleanups.push(async () => {
-    await gateway.close();
-    await served.close();
-  });
-  return { url: served.url, gateway, store };
+  cleanups.push(() => started.close());
+  return started;
 }
 
 const post = (url: string, headers: Record<string, string>, maxTokens: number) =>
