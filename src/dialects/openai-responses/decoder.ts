@@ -6,6 +6,7 @@ import type { Frame } from '../../wire/frame.ts';
 import { errorFromPayload } from '../common/error-payload.ts';
 import { isRecord, type JsonRecord, numberField, recordField, stringField } from '../common/json-fields.ts';
 import { parsePayload } from '../common/parse-payload.ts';
+import { TextFrameTemplate } from '../common/text-frame-template.ts';
 import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
 import { parseLlamacppTimings } from '../llamacpp-family/llamacpp-timings.ts';
 
@@ -62,12 +63,34 @@ export class OpenAiResponsesDecoder implements DialectDecoder {
   readonly #namedItems = new Set<string>();
   #refusal = false;
 
-  constructor(options: ResponsesDecoderOptions = {}) {
+  /** Text deltas shaped like an earlier one, read without `JSON.parse` (their sequence_number still checked). */
+  readonly #template: TextFrameTemplate | undefined;
+  readonly #decodeFully = (frame: Frame, emit: Emit): void => this.#decode(frame, emit);
+
+  constructor(options: ResponsesDecoderOptions & Pick<DecoderOptions, 'frameTemplates'> = {}) {
     this.#dropReasoning = options.dropReasoning === true;
     this.#cap = options.maxOutputTokens;
+    this.#template =
+      options.frameTemplates === false ? undefined : new TextFrameTemplate(['"sequence_number":']);
   }
 
   frame(frame: Frame, emit: Emit): void {
+    const template = this.#template;
+    if (template === undefined || this.terminated) {
+      this.#decode(frame, emit);
+      return;
+    }
+    const text = template.match(frame);
+    if (text === undefined) {
+      template.frame(frame, emit, this.#decodeFully);
+      return;
+    }
+    // A text delta like the last learned one: its sequence number is read from the bytes and checked.
+    this.#checkSequence(sequenceNumberIn(frame.data), frame.event ?? 'response.output_text.delta');
+    if (text !== '') emit({ type: 'text', text });
+  }
+
+  #decode(frame: Frame, emit: Emit): void {
     const payload = parsePayload('openai-responses', frame.data);
     const type = payload.type;
     if (typeof type !== 'string') {
@@ -151,11 +174,15 @@ export class OpenAiResponsesDecoder implements DialectDecoder {
 
   #sequence(payload: JsonRecord): void {
     const seq = payload.sequence_number;
-    if (typeof seq !== 'number') {
+    this.#checkSequence(typeof seq === 'number' ? seq : undefined, String(payload.type));
+  }
+
+  #checkSequence(seq: number | undefined, type: string): void {
+    if (seq === undefined) {
       if (this.sequenceNumbers === true) {
         this.findings.push({
           code: 'sequence-missing',
-          message: `${String(payload.type)} has no sequence_number`,
+          message: `${type} has no sequence_number`,
         });
       }
       this.sequenceNumbers = false;
@@ -364,4 +391,19 @@ export function parseResponsesUsage(usage: JsonRecord): Usage {
   const reasoning = outputDetails === undefined ? undefined : numberField(outputDetails, 'reasoning_tokens');
   if (reasoning !== undefined) out.reasoningTokens = reasoning;
   return out;
+}
+
+/** The `sequence_number` of a payload, read from its bytes (a frame the template matched: no parse). */
+function sequenceNumberIn(data: string): number | undefined {
+  const at = data.indexOf('"sequence_number":');
+  if (at === -1) return undefined;
+  let value = 0;
+  let digits = 0;
+  for (let i = at + 18; i < data.length; i++) {
+    const code = data.charCodeAt(i);
+    if (code < 48 || code > 57) break;
+    value = value * 10 + (code - 48);
+    digits += 1;
+  }
+  return digits === 0 ? undefined : value;
 }

@@ -98,6 +98,8 @@ const SHAPES: Record<string, (text: string, str: string, n1: string, n2: string)
   'ollama-generate': (t, s) => `{"model":"m","created_at":"${s}","response":"${t}","done":false}`,
   llamacpp: (t, _s, n) =>
     `{"index":0,"content":"${t}","tokens":[],"stop":false,"id_slot":-1,"tokens_predicted":${n},"tokens_evaluated":0}`,
+  'openai-responses': (t, _s, n1) =>
+    `{"type":"response.output_text.delta","sequence_number":${n1},"item_id":"msg_1","output_index":0,"content_index":0,"delta":"${t}","logprobs":[]}`,
   tgi: (t, _s, n1, n2) =>
     `{"index":${n1},"token":{"id":${n2},"text":"${t}","logprob":${n1},"special":false},"generated_text":null,"details":null}`,
 };
@@ -187,7 +189,12 @@ describe('TextFrameTemplate', () => {
 
   it('decodes every fixture stream to the same events with and without templates', () => {
     let checked = 0;
-    for (const dir of ['wire-examples', 'extra', 'real-captures/llamacpp-b4747']) {
+    for (const dir of [
+      'wire-examples',
+      'extra',
+      'real-captures/llamacpp-b4747',
+      'real-captures/llamacpp-b10108',
+    ]) {
       for (const name of readdirSync(fixturePath(dir)).sort()) {
         const sse = name.endsWith('.sse');
         if (!sse && !name.endsWith('.ndjson')) continue;
