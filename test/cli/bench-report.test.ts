@@ -13,12 +13,17 @@ import { cli, type ServedSim, serveSim } from './cli-helpers.ts';
 
 const FAST = ['--sim-ttft-ms', '20', '--sim-tps', '400', '--sim-jitter', '0', '--output-tokens', '5'];
 
-/** A round tick: at most two significant digits (0.05, 250, 1500), after undoing a `k`/`M` suffix. */
+/**
+ * A round tick, after undoing a `k`/`M` suffix: a multiple of a 1, 2 or 5 × 10^n step, so at most
+ * three significant digits with a last one of 0 or 5 (0.05, 250, 1500, 22.5 on a 0.5 step).
+ */
 function isRound(label: string): boolean {
   const match = /^(-?[\d.]+)(k|M)?$/.exec(label);
   if (match === null) return false;
   const value = Number(match[1]) * (match[2] === 'k' ? 1e3 : match[2] === 'M' ? 1e6 : 1);
-  return value === 0 || Number(value.toPrecision(2)) === value;
+  if (value === 0 || Number(value.toPrecision(2)) === value) return true;
+  const three = value.toPrecision(3);
+  return Number(three) === value && /[05]$/.test(three.replace(/e.*$/, '').replace('.', ''));
 }
 
 describe('tokenwire bench: reports and datasets', () => {
