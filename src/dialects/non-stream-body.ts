@@ -1,4 +1,6 @@
-import type { Result } from '../events/result.ts';
+import type { Choice, Result } from '../events/result.ts';
+import type { TokenLogprob } from '../events/stream-event.ts';
+import { legacyCompletionsLogprobs, tokenLogprobsList } from './common/token-logprobs-json.ts';
 import type { DialectId } from './dialect.ts';
 import { openAiFinishWord } from './openai-family/openai-finish.ts';
 
@@ -37,7 +39,13 @@ export function nonStreamBody(
         object: 'chat.completion',
         created,
         model,
-        choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+        choices: answers(result).map((answer) => ({
+          index: answer.index,
+          message: answer.index === 0 ? message : { role: 'assistant', content: answer.text },
+          logprobs:
+            answer.logprobs === undefined ? null : { content: tokenLogprobsList(answer.logprobs, 'openai') },
+          finish_reason: answer.index === 0 ? finish : choiceFinish(answer),
+        })),
         usage,
       };
     }
@@ -47,7 +55,12 @@ export function nonStreamBody(
         object: 'text_completion',
         created,
         model,
-        choices: [{ index: 0, text: result.text, logprobs: null, finish_reason: finish }],
+        choices: answers(result).map((answer) => ({
+          index: answer.index,
+          text: answer.text,
+          logprobs: answer.logprobs === undefined ? null : legacyCompletionsLogprobs(answer.logprobs, 0),
+          finish_reason: answer.index === 0 ? finish : choiceFinish(answer),
+        })),
         usage,
       };
     case 'ollama-chat':
@@ -83,8 +96,8 @@ export function nonStreamBody(
         if (value !== undefined && value !== 0) body[key] = value;
       return body;
     }
-    case 'llamacpp':
-      return {
+    case 'llamacpp': {
+      const body: Record<string, unknown> = {
         index: 0,
         content: result.text,
         tokens: [],
@@ -97,6 +110,10 @@ export function nonStreamBody(
           result.finishReason === 'length' ? 'limit' : result.stopSequence !== undefined ? 'word' : 'eos',
         stopping_word: result.stopSequence ?? '',
       };
+      if (result.logprobs !== undefined)
+        body.completion_probabilities = tokenLogprobsList(result.logprobs, 'llamacpp');
+      return body;
+    }
     case 'tgi':
       return {
         generated_text: result.text,
@@ -192,4 +209,27 @@ export function nonStreamBody(
       };
     }
   }
+}
+
+interface Answer {
+  index: number;
+  text: string;
+  logprobs: TokenLogprob[] | undefined;
+  choice?: Choice;
+}
+
+/** Every answer of a Result by index (choice 0 from the top level), with its log probabilities. */
+function answers(result: Result): Answer[] {
+  const zero = { index: 0, text: result.text, logprobs: result.logprobs };
+  if (result.choices === undefined) return [zero];
+  const out: Answer[] = [zero];
+  for (const choice of result.choices) {
+    if (choice.index !== 0)
+      out.push({ index: choice.index, text: choice.text, logprobs: choice.logprobs, choice });
+  }
+  return out;
+}
+
+function choiceFinish(answer: Answer): string {
+  return openAiFinishWord({ type: 'finish', reason: answer.choice?.finishReason ?? 'stop', raw: null });
 }

@@ -326,12 +326,10 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
       'anthropic-messages': null,
       'openai-responses': null,
     },
-    lossy: {
-      'openai-chat': () => !REENCODED_STREAMS_WRITE.logprobs,
-      'openai-completions': () => !REENCODED_STREAMS_WRITE.logprobs,
-      llamacpp: (value) => value === 0 || !REENCODED_STREAMS_WRITE.logprobs,
-    },
-    note: 'the top-K count: openai-chat `logprobs: true` with `top_logprobs: K` (none: 0); llama.cpp `n_probs: 0` asks for nothing, so 0 is refused for it. Mapped both ways, but refused across dialects for now: a translated stream does not write the upstream’s log probabilities back yet',
+    // Every dialect with a cell here writes a re-encoded stream's log probabilities back
+    // (REENCODED_STREAMS_WRITE; test/dialects/cross-dialect-fields.test.ts checks both).
+    lossy: { llamacpp: (value) => value === 0 },
+    note: 'the top-K count: openai-chat `logprobs: true` with `top_logprobs: K` (none: 0); llama.cpp `n_probs: 0` asks for nothing, so 0 is refused for it. A translated stream carries the upstream’s log probabilities back in the client’s shape (`logprobs.content`, the legacy completions object, `completion_probabilities`)',
   },
   {
     family: 'n',
@@ -347,13 +345,8 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
       'openai-responses': null,
     },
     isDefault: (value) => value === 1,
-    // The request side translates, but a re-encoded stream writes choice 0 only: several answers would
-    // reach the client merged into one. Refused until the encoders write `choice` (REENCODED_STREAMS_WRITE).
-    lossy: {
-      'openai-chat': (value) => isSeveral(value) && !REENCODED_STREAMS_WRITE.choices,
-      'openai-completions': (value) => isSeveral(value) && !REENCODED_STREAMS_WRITE.choices,
-    },
-    note: 'maps between the two OpenAI dialects, but more than one answer is refused across dialects for now: a translated stream is written as one choice, and the answers would be merged',
+    // Both dialects with a cell write each event's choice as its own `index` (REENCODED_STREAMS_WRITE).
+    note: 'maps between the two OpenAI dialects; a translated stream writes each answer with its own `index`, role chunk and finish chunk, and usage once',
   },
   {
     family: 'prompt',
@@ -390,16 +383,19 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
 ];
 
 /**
- * What a re-encoded (translated) stream writes back of what the upstream sent, beyond text, reasoning,
- * tool calls, finish and usage. A request field whose answer needs more is mapped, but refused across
- * dialects until the client dialect's encoder writes it: a merged or silently empty answer is worse than
- * a 400. Flip these when the encoders write each event's `choice` and `logprobs` (issue 19, item 1).
+ * The dialects whose encoders write back, in a re-encoded (translated) stream, each event's `choice`
+ * (several answers, `n`) and a text event's `logprobs`. A dialect may have a cell in the `n` or
+ * `logprobs` row only if it is listed here: a client would otherwise get several answers merged into one,
+ * or its asked-for log probabilities silently missing (test/dialects/cross-dialect-fields.test.ts holds
+ * the table to this and round-trips each listed encoder).
  */
-export const REENCODED_STREAMS_WRITE = { choices: false, logprobs: false } as const;
-
-function isSeveral(value: unknown): boolean {
-  return typeof value === 'number' && value > 1;
-}
+export const REENCODED_STREAMS_WRITE: {
+  readonly choices: readonly DialectId[];
+  readonly logprobs: readonly DialectId[];
+} = {
+  choices: ['openai-chat', 'openai-completions'],
+  logprobs: ['openai-chat', 'openai-completions', 'llamacpp'],
+};
 
 function hasImageUrl(value: unknown): boolean {
   return Array.isArray(value) && value.some((image: { url?: unknown }) => image.url !== undefined);

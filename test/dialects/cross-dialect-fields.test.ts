@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DialectId } from '../../src/dialects/dialect.ts';
-import { RequestError } from '../../src/dialects/dialect.ts';
+import { DIALECT_IDS, type DialectId, RequestError } from '../../src/dialects/dialect.ts';
 import { ollamaChatLoadAnswer } from '../../src/dialects/ollama-chat/request.ts';
 import { ollamaGenerateLoadAnswer } from '../../src/dialects/ollama-generate/request.ts';
 import { getDialect } from '../../src/dialects/registry.ts';
-import { untranslatableFields } from '../../src/dialects/request-field-table.ts';
+import {
+  REENCODED_STREAMS_WRITE,
+  REQUEST_FIELDS,
+  untranslatableFields,
+} from '../../src/dialects/request-field-table.ts';
 import type { ChatRequest } from '../../src/events/chat-request.ts';
 
 /**
@@ -395,43 +398,61 @@ describe('logprobs and n', () => {
     assert.deepEqual(lost('openai-chat', 'ollama-chat', chat({ logprobs: false, top_logprobs: 2 })), []);
   });
 
-  it('refuses logprobs across dialects while a translated stream cannot write them back', () => {
-    // Passed as sent to a same-dialect upstream (the relay writes its logprobs as they came).
+  it('carries logprobs between the dialects whose streams write them back, and refuses it for the rest', () => {
     assert.deepEqual(lost('openai-chat', 'openai-chat', chat({ logprobs: true })), []);
+    const asked = chat({ logprobs: true, top_logprobs: 1 });
+    for (const upstream of ['openai-completions', 'llamacpp'] as const) {
+      assert.deepEqual(lost('openai-chat', upstream, asked), [], upstream);
+    }
+    assert.equal(translate('openai-chat', 'openai-completions', asked).logprobs, 1);
+    assert.equal(translate('openai-chat', 'llamacpp', asked).n_probs, 1);
+    for (const upstream of ['ollama-chat', 'tgi', 'anthropic-messages', 'openai-responses'] as const) {
+      assert.deepEqual(lost('openai-chat', upstream, asked), ['logprobs'], upstream);
+    }
+    assert.deepEqual(lost('llamacpp', 'openai-chat', { prompt: 'x', n_probs: 2 }), []);
+    assert.deepEqual(lost('openai-completions', 'llamacpp', { prompt: 'x', logprobs: 2 }), []);
+    assert.deepEqual(lost('llamacpp', 'ollama-chat', { prompt: 'x', n_probs: 2 }), ['n_probs']);
+  });
+
+  it('maps n between the two OpenAI dialects, passes n: 1 everywhere, and refuses n > 1 to the others', () => {
+    // The mapping both ways…
+    const fromChat = getDialect('openai-chat').fromRequestBody(chat({ n: 2 }));
+    assert.equal(fromChat.n, 2);
+    assert.equal(getDialect('openai-completions').toRequestBody(fromChat).n, 2);
+    assert.equal(mapped('openai-completions', 'openai-chat', { prompt: 'x', n: 3 }).n, 3);
+    // …and a translated stream writes each choice with its own index, so several answers are carried.
+    assert.deepEqual(lost('openai-chat', 'openai-completions', chat({ n: 2 })), []);
+    assert.deepEqual(lost('openai-completions', 'openai-chat', { prompt: 'x', n: 2 }), []);
+    assert.equal(translate('openai-chat', 'openai-completions', chat({ n: 2 })).n, 2);
+    assert.deepEqual(lost('openai-chat', 'openai-chat', chat({ n: 2 })), [], 'same dialect: relayed as sent');
+    assert.deepEqual(lost('openai-chat', 'llamacpp', chat({ n: 1 })), []);
+    assert.equal(translate('openai-chat', 'openai-completions', chat({ n: 1 })).n, 1);
     for (const upstream of [
-      'openai-completions',
       'llamacpp',
       'ollama-chat',
       'tgi',
       'anthropic-messages',
       'openai-responses',
     ] as const) {
-      assert.deepEqual(lost('openai-chat', upstream, chat({ logprobs: true, top_logprobs: 1 })), [
-        'logprobs',
-      ]);
-    }
-    assert.deepEqual(lost('llamacpp', 'openai-chat', { prompt: 'x', n_probs: 2 }), ['n_probs']);
-  });
-
-  it('maps n between the two OpenAI dialects, passes n: 1 everywhere, and refuses n > 1 across dialects', () => {
-    // The mapping both ways…
-    const fromChat = getDialect('openai-chat').fromRequestBody(chat({ n: 2 }));
-    assert.equal(fromChat.n, 2);
-    assert.equal(getDialect('openai-completions').toRequestBody(fromChat).n, 2);
-    assert.equal(mapped('openai-completions', 'openai-chat', { prompt: 'x', n: 3 }).n, 3);
-    // …but a translated stream is written as one choice: several answers would be merged, so refused.
-    assert.deepEqual(lost('openai-chat', 'openai-completions', chat({ n: 2 })), ['n']);
-    assert.deepEqual(lost('openai-completions', 'openai-chat', { prompt: 'x', n: 2 }), ['n']);
-    assert.deepEqual(lost('openai-chat', 'openai-chat', chat({ n: 2 })), [], 'same dialect: relayed as sent');
-    assert.deepEqual(lost('openai-chat', 'llamacpp', chat({ n: 1 })), []);
-    assert.equal(translate('openai-chat', 'openai-completions', chat({ n: 1 })).n, 1);
-    for (const upstream of ['llamacpp', 'ollama-chat', 'tgi'] as const) {
       assert.deepEqual(lost('openai-chat', upstream, chat({ n: 2 })), ['n'], upstream);
     }
     assert.throws(
       () => getDialect('openai-chat').fromRequestBody(chat({ n: 0 })),
       (error: unknown) => error instanceof RequestError && error.field === 'n',
     );
+  });
+
+  it('gives an n or logprobs cell only to dialects whose re-encoded streams write choices or logprobs', () => {
+    // A client dialect with a cell can ask for the field; its encoder must then write what comes back.
+    for (const [field, writers] of [
+      ['n', REENCODED_STREAMS_WRITE.choices],
+      ['logprobs', REENCODED_STREAMS_WRITE.logprobs],
+    ] as const) {
+      const row = REQUEST_FIELDS.find((candidate) => candidate.field === field);
+      assert.ok(row !== undefined);
+      const withCell = DIALECT_IDS.filter((id) => row.wire[id] !== undefined && row.wire[id] !== null);
+      assert.deepEqual([...withCell].sort(), [...writers].sort(), field);
+    }
   });
 });
 

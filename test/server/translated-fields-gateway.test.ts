@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
+import { serve } from '../../src/node/serve.ts';
+import { createGateway } from '../../src/server/create-gateway.ts';
 import { startGateway, type TestGateway } from '../helpers/gateway.ts';
+import { scriptServer } from '../helpers/script-server.ts';
 
 /** A 1×1 PNG, base64. */
 const PNG =
@@ -12,6 +15,56 @@ const SCHEMA = {
   properties: { colour: { type: 'string' } },
   required: ['colour'],
 };
+
+/** A vLLM-like completions upstream serving choices 0 and 1 interleaved, with legacy logprobs. */
+function twoChoiceCompletionsStream() {
+  const piece = (index: number, text: string, logprob: number, alternative: string) =>
+    `data: ${JSON.stringify({
+      id: 'cmpl-1',
+      object: 'text_completion',
+      created: 1767225600,
+      model: 'm',
+      choices: [
+        {
+          index,
+          text,
+          logprobs: {
+            text_offset: [0],
+            token_logprobs: [logprob],
+            tokens: [text],
+            top_logprobs: [{ [text]: logprob, [alternative]: logprob - 1 }],
+          },
+          finish_reason: null,
+          stop_reason: null,
+        },
+      ],
+      usage: null,
+    })}\n\n`;
+  const finish = (index: number) =>
+    `data: ${JSON.stringify({
+      id: 'cmpl-1',
+      object: 'text_completion',
+      created: 1767225600,
+      model: 'm',
+      choices: [{ index, text: '', logprobs: null, finish_reason: 'length', stop_reason: null }],
+      usage: null,
+    })}\n\n`;
+  return {
+    headers: { 'content-type': 'text/event-stream' },
+    steps: [
+      {
+        write:
+          piece(0, 'Hi', -0.5, 'Hey') +
+          piece(1, 'Yo', -0.25, 'Oh') +
+          piece(0, ' there', -1.5, ' you') +
+          piece(1, ' man', -2, ' dude') +
+          finish(0) +
+          finish(1) +
+          'data: [DONE]\n\n',
+      },
+    ],
+  };
+}
 
 interface Seen {
   path: string;
@@ -182,22 +235,111 @@ describe('translated request fields through the gateway', () => {
     assert.equal(seen.length, before, 'nothing was sent upstream');
   });
 
-  it('openai client: n: 2 to an upstream of another dialect is a 400, not two answers merged into one', async () => {
-    const completionsUp = await startGateway({ upstreamDialects: ['openai-completions'] });
+  it('openai client: n: 2 with logprobs in front of a completions upstream gets both choices, each with its logprobs', async () => {
+    const upstream = await scriptServer(twoChoiceCompletionsStream);
+    const gateway = createGateway({
+      upstreams: [{ name: 'vllm', url: upstream.url, dialects: ['openai-completions'] }],
+    });
+    const served = await serve(gateway.fetch);
     try {
-      const client = new OpenAI({ baseURL: `${completionsUp.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-      await assert.rejects(
-        client.chat.completions.create({
-          model: 'sim',
-          messages: [{ role: 'user', content: 'hi' }],
-          n: 2,
-          max_tokens: 3,
-        }),
-        (error: unknown) =>
-          error instanceof OpenAI.APIError && error.status === 400 && /\bn\b/.test(error.message),
+      const client = new OpenAI({ baseURL: `${served.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const stream = await client.chat.completions.create({
+        model: 'm',
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+        n: 2,
+        logprobs: true,
+        top_logprobs: 2,
+      });
+      const text = ['', ''];
+      const finishes: (string | null)[] = [null, null];
+      const tokens: string[][] = [[], []];
+      const alternatives: string[][] = [[], []];
+      for await (const chunk of stream) {
+        for (const choice of chunk.choices) {
+          const content = choice.delta.content ?? '';
+          text[choice.index] += content;
+          if (choice.finish_reason !== null) finishes[choice.index] = choice.finish_reason;
+          if (content === '') continue;
+          const entries = choice.logprobs?.content;
+          assert.ok(
+            entries !== null && entries !== undefined,
+            `choice ${choice.index}: no logprobs on "${content}"`,
+          );
+          for (const entry of entries) {
+            tokens[choice.index]!.push(entry.token);
+            alternatives[choice.index]!.push(...entry.top_logprobs.map((top) => top.token));
+          }
+        }
+      }
+      assert.deepEqual(text, ['Hi there', 'Yo man']);
+      assert.deepEqual(finishes, ['length', 'length']);
+      assert.deepEqual(tokens, [
+        ['Hi', ' there'],
+        ['Yo', ' man'],
+      ]);
+      assert.deepEqual(alternatives, [
+        ['Hi', 'Hey', ' there', ' you'],
+        ['Yo', 'Oh', ' man', ' dude'],
+      ]);
+      const sent = JSON.parse(upstream.requests[0]!.body) as Record<string, unknown>;
+      assert.equal(upstream.requests[0]!.path, '/v1/completions');
+      assert.equal(sent.n, 2);
+      assert.equal(sent.logprobs, 2);
+    } finally {
+      await gateway.close();
+      await served.close();
+      await upstream.close();
+    }
+  });
+
+  it('openai client: a non-stream n: 2 with logprobs in front of a completions upstream gets both choices with logprobs', async () => {
+    const upstream = await scriptServer(twoChoiceCompletionsStream);
+    const gateway = createGateway({
+      upstreams: [{ name: 'vllm', url: upstream.url, dialects: ['openai-completions'] }],
+    });
+    const served = await serve(gateway.fetch);
+    try {
+      const client = new OpenAI({ baseURL: `${served.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const answer = await client.chat.completions.create({
+        model: 'm',
+        messages: [{ role: 'user', content: 'hi' }],
+        n: 2,
+        logprobs: true,
+        top_logprobs: 2,
+      });
+      assert.deepEqual(
+        answer.choices.map((choice) => [
+          choice.index,
+          choice.message.content,
+          choice.finish_reason,
+          choice.logprobs?.content?.map((entry) => [entry.token, entry.top_logprobs.map((top) => top.token)]),
+        ]),
+        [
+          [
+            0,
+            'Hi there',
+            'length',
+            [
+              ['Hi', ['Hi', 'Hey']],
+              [' there', [' there', ' you']],
+            ],
+          ],
+          [
+            1,
+            'Yo man',
+            'length',
+            [
+              ['Yo', ['Yo', 'Oh']],
+              [' man', [' man', ' dude']],
+            ],
+          ],
+        ],
       );
     } finally {
-      await completionsUp.close();
+      await gateway.close();
+      await served.close();
+      await upstream.close();
     }
   });
 

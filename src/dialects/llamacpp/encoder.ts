@@ -1,7 +1,8 @@
-import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
+import type { FinishEvent, StreamEvent, TokenLogprob } from '../../events/stream-event.ts';
 import type { Timings } from '../../events/usage.ts';
 import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import { StreamTotals } from '../common/stream-totals.ts';
+import { tokenLogprobsList } from '../common/token-logprobs-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import { llamacppJson } from '../llamacpp-family/llamacpp-json.ts';
 import { llamacppTimingsObject } from '../llamacpp-family/llamacpp-timings.ts';
@@ -26,6 +27,8 @@ type StopType = 'eos' | 'word' | 'limit' | 'none';
  * as follows (and is where the bytes differ from a real server's):
  * - `tokens` (token ids) on a partial event are the text event's own (a llama.cpp upstream's), else left
  *   out: an invented id list could be misread as real;
+ * - `completion_probabilities` on a partial event is the text event's log probabilities (any upstream's,
+ *   `n_probs`), in the server's key order, and left out when it has none;
  * - `tokens_evaluated` on partial events is the prompt size when a usage event came before the text
  *   (a llama.cpp upstream reports it on the first partial event), else 0;
  * - `prompt` is left out (the server's rendered prompt is not known), and `generation_settings` holds
@@ -65,7 +68,7 @@ export class LlamacppEncoder implements DialectEncoder {
       case 'text':
         if (event.text === '') return;
         if (event.text.includes('\n')) this.#hasNewLine = true;
-        this.#partial(event.text, undefined, sink, event.tokenIds);
+        this.#partial(event.text, undefined, sink, event.tokenIds, event.logprobs);
         return;
       case 'reasoning':
       case 'tool-call-delta':
@@ -101,10 +104,18 @@ export class LlamacppEncoder implements DialectEncoder {
     else sink(JSON.stringify({ error: body }));
   }
 
-  #partial(content: string, timings: JsonRecord | undefined, sink: FrameSink, tokenIds?: number[]): void {
+  #partial(
+    content: string,
+    timings: JsonRecord | undefined,
+    sink: FrameSink,
+    tokenIds?: number[],
+    logprobs?: TokenLogprob[],
+  ): void {
     this.#predicted += 1;
     if (this.#flavor === 'legacy') {
-      sink(JSON.stringify({ content, stop: false, id_slot: 0, multimodal: false, index: 0 }));
+      const legacy: JsonRecord = { content, stop: false, id_slot: 0, multimodal: false, index: 0 };
+      if (logprobs !== undefined) legacy.completion_probabilities = tokenLogprobsList(logprobs, 'llamacpp');
+      sink(JSON.stringify(legacy));
       return;
     }
     const event: JsonRecord = { index: 0, content };
@@ -113,6 +124,7 @@ export class LlamacppEncoder implements DialectEncoder {
     event.id_slot = -1;
     event.tokens_predicted = this.#predicted;
     event.tokens_evaluated = this.#totals.usage?.inputTokens ?? 0;
+    if (logprobs !== undefined) event.completion_probabilities = tokenLogprobsList(logprobs, 'llamacpp');
     if (timings !== undefined) event.timings = timings;
     sink(llamacppJson(event));
   }

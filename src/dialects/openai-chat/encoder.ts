@@ -1,8 +1,9 @@
-import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
+import type { FinishEvent, StreamEvent, TokenLogprob } from '../../events/stream-event.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
 import type { JsonRecord } from '../common/json-fields.ts';
 import { randomAlphanumeric, randomHex } from '../common/random-id.ts';
 import { StreamTotals } from '../common/stream-totals.ts';
+import { tokenLogprobsList } from '../common/token-logprobs-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import { llamacppTimingsObject } from '../llamacpp-family/llamacpp-timings.ts';
 import { openAiFinishWord } from '../openai-family/openai-finish.ts';
@@ -44,6 +45,10 @@ export class OpenAiChatEncoder implements DialectEncoder {
   readonly #pinnedCreated: number | undefined;
   #fingerprint: string | undefined;
   #roleSent = false;
+  /** Choices other than 0 whose role chunk is written (`n` > 1). */
+  #otherRoles: Set<number> | undefined;
+  /** Finishes of choices other than 0, written at the end after choice 0's (`n` > 1). */
+  #otherFinishes: Map<number, FinishEvent> | undefined;
   /** vLLM text chunks up to the text (see `event`). */
   #textPrefix: string | undefined;
   /** vLLM: this stream's chunk envelope as JSON, up to the choices' contents (`…,"choices":[`). */
@@ -77,7 +82,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
         if (this.#flavor === 'vllm') this.#textPrefix = this.#textChunkPrefix();
         return;
       case 'text':
-        if (this.#flavor === 'vllm') {
+        if (this.#flavor === 'vllm' && event.choice === undefined && event.logprobs === undefined) {
           // The hot path of a relay: the chunk around the text is the same every time, so it is built
           // once and only the text is serialized (the bytes equal JSON.stringify of the whole chunk).
           this.#role(sink);
@@ -85,7 +90,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
           sink(`${this.#textPrefix}${JSON.stringify(event.text)}${VLLM_TEXT_SUFFIX}`);
           return;
         }
-        this.#content({ content: event.text }, sink);
+        this.#content({ content: event.text }, sink, event.choice ?? 0, event.logprobs);
         return;
       case 'reasoning':
         // TGI's chat stream has no reasoning field; a signature alone (Messages) has no place here.
@@ -95,6 +100,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
             ? { reasoning_content: event.text }
             : this.#reasoning(event.text),
           sink,
+          event.choice ?? 0,
         );
         return;
       case 'tool-call-delta':
@@ -104,6 +110,7 @@ export class OpenAiChatEncoder implements DialectEncoder {
         this.#content(
           { tool_calls: [this.#toolFragment(event.index, event.id, event.name, event.argumentsDelta)] },
           sink,
+          event.choice ?? 0,
         );
         return;
       case 'tool-call':
@@ -116,15 +123,23 @@ export class OpenAiChatEncoder implements DialectEncoder {
             type: 'function',
             function: { name: event.name, arguments: event.arguments },
           };
-          this.#content({ content: '', tool_calls: [call] }, sink);
+          this.#content({ content: '', tool_calls: [call] }, sink, event.choice ?? 0);
         } else {
           this.#content(
             { tool_calls: [this.#toolFragment(event.index, event.id, event.name, event.arguments)] },
             sink,
+            event.choice ?? 0,
           );
         }
         return;
       case 'finish':
+        if (event.choice !== undefined && event.choice !== 0) {
+          this.#otherFinishes ??= new Map();
+          this.#otherFinishes.set(event.choice, event);
+          return;
+        }
+        this.#totals.keep(event);
+        return;
       case 'usage':
       case 'timings':
         this.#totals.keep(event);
@@ -144,7 +159,23 @@ export class OpenAiChatEncoder implements DialectEncoder {
       if (this.#flavor === 'vllm' || this.#flavor.startsWith('llamacpp')) this.#role(sink);
       const chunk = this.#finishChunk(finish);
       if (chunk !== undefined) {
-        if (usage === undefined && timings !== undefined) chunk.timings = llamacppTimingsObject(timings);
+        if (usage === undefined && timings !== undefined && this.#otherFinishes === undefined) {
+          chunk.timings = llamacppTimingsObject(timings);
+        }
+        sink(this.#stringify(chunk));
+      }
+    }
+    if (this.#otherFinishes !== undefined) {
+      // Each further choice ends with its own finish chunk (`n` > 1), in index order.
+      const choices = [...this.#otherFinishes.keys()].sort((a, b) => a - b);
+      for (const [i, choice] of choices.entries()) {
+        const other = this.#otherFinishes.get(choice) as FinishEvent;
+        if (this.#flavor === 'vllm' || this.#flavor.startsWith('llamacpp')) this.#role(sink, choice);
+        const chunk = this.#finishChunk(other, choice);
+        if (chunk === undefined) continue;
+        if (i === choices.length - 1 && usage === undefined && timings !== undefined) {
+          chunk.timings = llamacppTimingsObject(timings);
+        }
         sink(this.#stringify(chunk));
       }
     }
@@ -166,7 +197,18 @@ export class OpenAiChatEncoder implements DialectEncoder {
     sink(this.#stringify(chunk));
   }
 
-  #role(sink: FrameSink): void {
+  #role(sink: FrameSink, choice = 0): void {
+    if (choice !== 0) {
+      this.#otherRoles ??= new Set();
+      if (this.#otherRoles.has(choice)) return;
+      this.#otherRoles.add(choice);
+      const role: JsonRecord =
+        this.#flavor === 'vllm'
+          ? { index: choice, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }
+          : { finish_reason: null, index: choice, delta: { role: 'assistant', content: null } };
+      sink(this.#stringify(this.#envelope([role])));
+      return;
+    }
     if (this.#roleSent) return;
     this.#roleSent = true;
     if (this.#flavor === 'vllm') {
@@ -198,52 +240,79 @@ export class OpenAiChatEncoder implements DialectEncoder {
     return this.#flavor.startsWith('ollama') ? { content: '', reasoning: text } : { reasoning: text };
   }
 
-  #content(delta: JsonRecord, sink: FrameSink): void {
+  #content(delta: JsonRecord, sink: FrameSink, index = 0, logprobs?: TokenLogprob[]): void {
     switch (this.#flavor) {
       case 'vllm':
-        this.#role(sink);
+        this.#role(sink, index);
         sink(
           this.#stringify(
-            this.#envelope([{ index: 0, delta, logprobs: null, finish_reason: null, token_ids: null }]),
+            this.#envelope([
+              { index, delta, logprobs: this.#logprobs(logprobs), finish_reason: null, token_ids: null },
+            ]),
           ),
         );
         return;
       case 'llamacpp':
-      case 'llamacpp-legacy':
-        this.#role(sink);
-        sink(this.#stringify(this.#envelope([{ finish_reason: null, index: 0, delta }])));
+      case 'llamacpp-legacy': {
+        this.#role(sink, index);
+        const choice: JsonRecord = { finish_reason: null, index, delta };
+        // llama-server writes `logprobs` after the delta, and only when asked.
+        if (logprobs !== undefined) choice.logprobs = this.#logprobs(logprobs);
+        sink(this.#stringify(this.#envelope([choice])));
         return;
+      }
       case 'tgi':
         sink(
           this.#stringify(
             this.#envelope([
-              { index: 0, delta: { role: 'assistant', ...delta }, logprobs: null, finish_reason: null },
+              {
+                index,
+                delta: { role: 'assistant', ...delta },
+                logprobs: this.#logprobs(logprobs),
+                finish_reason: null,
+              },
             ]),
           ),
         );
         return;
       case 'ollama': {
-        const first = !this.#roleSent;
-        this.#roleSent = true;
-        sink(
-          this.#stringify(
-            this.#envelope([
-              { index: 0, delta: first ? { role: 'assistant', ...delta } : delta, finish_reason: null },
-            ]),
-          ),
-        );
+        let first: boolean;
+        if (index === 0) {
+          first = !this.#roleSent;
+          this.#roleSent = true;
+        } else {
+          this.#otherRoles ??= new Set();
+          first = !this.#otherRoles.has(index);
+          this.#otherRoles.add(index);
+        }
+        const choice: JsonRecord = {
+          index,
+          delta: first ? { role: 'assistant', ...delta } : delta,
+          finish_reason: null,
+        };
+        if (logprobs !== undefined) choice.logprobs = this.#logprobs(logprobs);
+        sink(this.#stringify(this.#envelope([choice])));
         return;
       }
-      case 'ollama-legacy':
-        sink(
-          this.#stringify(
-            this.#envelope([
-              { index: 0, delta: { role: 'assistant', content: '', ...delta }, finish_reason: null },
-            ]),
-          ),
-        );
+      case 'ollama-legacy': {
+        const choice: JsonRecord = {
+          index,
+          delta: { role: 'assistant', content: '', ...delta },
+          finish_reason: null,
+        };
+        if (logprobs !== undefined) choice.logprobs = this.#logprobs(logprobs);
+        sink(this.#stringify(this.#envelope([choice])));
         return;
+      }
     }
+  }
+
+  /** A text event's log probabilities as the chunk's `logprobs` (`null`: not asked for). */
+  #logprobs(logprobs: TokenLogprob[] | undefined): JsonRecord | null {
+    if (logprobs === undefined) return null;
+    return {
+      content: tokenLogprobsList(logprobs, this.#flavor.startsWith('llamacpp') ? 'llamacpp' : 'openai'),
+    };
   }
 
   #toolFragment(index: number, id: string | undefined, name: string | undefined, args: string): JsonRecord {
@@ -273,12 +342,12 @@ export class OpenAiChatEncoder implements DialectEncoder {
     }
   }
 
-  #finishChunk(finish: FinishEvent): JsonRecord | undefined {
+  #finishChunk(finish: FinishEvent, index = 0): JsonRecord | undefined {
     let word = openAiFinishWord(finish);
     switch (this.#flavor) {
       case 'vllm': {
         const choice: JsonRecord = {
-          index: 0,
+          index,
           delta: { content: '' },
           logprobs: null,
           finish_reason: word,
@@ -289,20 +358,20 @@ export class OpenAiChatEncoder implements DialectEncoder {
       }
       case 'llamacpp':
       case 'llamacpp-legacy':
-        return this.#envelope([{ finish_reason: word, index: 0, delta: {} }]);
+        return this.#envelope([{ finish_reason: word, index, delta: {} }]);
       case 'tgi':
         // TGI passes `stop_sequence` through unmapped, and ends tool-call streams with no finish chunk.
         if (finish.reason === 'tool-calls') return undefined;
         if (finish.raw === 'stop_sequence') word = 'stop_sequence';
         return this.#envelope([
-          { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: word },
+          { index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: word },
         ]);
       case 'ollama':
         if (word === 'stop' && this.#toolCalls > 0) word = 'tool_calls';
-        return this.#envelope([{ index: 0, delta: {}, finish_reason: word }]);
+        return this.#envelope([{ index, delta: {}, finish_reason: word }]);
       case 'ollama-legacy':
         if (this.#toolCalls > 0 && word !== 'length') word = 'tool_calls';
-        return this.#envelope([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: word }]);
+        return this.#envelope([{ index, delta: { role: 'assistant', content: '' }, finish_reason: word }]);
     }
   }
 

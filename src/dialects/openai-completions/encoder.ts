@@ -1,8 +1,9 @@
-import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
+import type { FinishEvent, StreamEvent, TokenLogprob } from '../../events/stream-event.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
 import type { JsonRecord } from '../common/json-fields.ts';
 import { randomAlphanumeric, randomHex } from '../common/random-id.ts';
 import { StreamTotals } from '../common/stream-totals.ts';
+import { legacyCompletionsLogprobs, tokenLogprobsList } from '../common/token-logprobs-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import { llamacppTimingsObject } from '../llamacpp-family/llamacpp-timings.ts';
 import { openAiFinishWord } from '../openai-family/openai-finish.ts';
@@ -52,6 +53,13 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
   #fingerprint: string | undefined;
   /** vLLM, TGI: the latest text piece, not written yet (it may belong on the finish chunk). */
   #pending: string | undefined;
+  /** The choice and log probabilities of the held piece. */
+  #pendingChoice = 0;
+  #pendingLogprobs: TokenLogprob[] | undefined;
+  /** Per choice, the text written so far (the legacy logprobs' `text_offset`), once logprobs are written. */
+  readonly #textOffsets: number[] = [];
+  /** Finishes of choices other than 0 (`n` > 1), written at the end with choice 0's, in index order. */
+  #otherFinishes: Map<number, FinishEvent> | undefined;
   readonly #totals = new StreamTotals();
 
   constructor(options: EncoderOptions = {}) {
@@ -76,8 +84,10 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
         if (this.#holdsText()) {
           this.flush(sink);
           this.#pending = event.text;
+          this.#pendingChoice = event.choice ?? 0;
+          this.#pendingLogprobs = event.logprobs;
         } else {
-          sink(this.#stringify(this.#textChunk(event.text)));
+          sink(this.#stringify(this.#textChunk(event.text, event.choice ?? 0, event.logprobs)));
         }
         return;
       case 'reasoning':
@@ -85,6 +95,13 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
       case 'tool-call':
         return; // no place for them in a text_completion chunk
       case 'finish':
+        if (event.choice !== undefined && event.choice !== 0) {
+          this.#otherFinishes ??= new Map();
+          this.#otherFinishes.set(event.choice, event);
+          return;
+        }
+        this.#totals.keep(event);
+        return;
       case 'usage':
       case 'timings':
         this.#totals.keep(event);
@@ -100,24 +117,24 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
     const pending = this.#pending;
     if (pending === undefined) return;
     this.#pending = undefined;
-    sink(this.#stringify(this.#textChunk(pending)));
+    sink(this.#stringify(this.#textChunk(pending, this.#pendingChoice, this.#pendingLogprobs)));
   }
 
   end(sink: FrameSink): void {
-    const finish = this.#totals.finish;
+    const finishes = this.#finishes();
     switch (this.#flavor) {
       case 'vllm': {
-        if (finish !== undefined) {
+        if (finishes.length === 0) this.flush(sink);
+        for (const [index, finish] of finishes) {
+          const held = this.#finishText(finish.reason === 'length', sink, index);
           const choice = {
-            index: 0,
-            text: this.#finishText(finish.reason === 'length', sink),
-            logprobs: null,
+            index,
+            text: held.text,
+            logprobs: this.#logprobs(held.logprobs, index, held.text),
             finish_reason: openAiFinishWord(finish),
             stop_reason: finish.stopSequence ?? null,
           };
           sink(this.#stringify(this.#envelope([choice])));
-        } else {
-          this.flush(sink);
         }
         if (this.#includeUsage && this.#totals.usage !== undefined) {
           sink(this.#stringify(this.#envelope([], openAiUsageObject(this.#totals.usage, 'vllm'))));
@@ -126,25 +143,30 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
       }
       case 'llamacpp':
       case 'llamacpp-legacy':
-        // The final chunk always carries usage (not gated by include_usage), then timings.
-        if (finish !== undefined) {
-          const chunk = this.#envelope(
-            [{ text: '', index: 0, logprobs: null, finish_reason: openAiFinishWord(finish) }],
-            openAiUsageObject(this.#totals.usage ?? {}, 'llamacpp'),
-          );
+        // The final chunk always carries usage (not gated by include_usage), then timings: with several
+        // choices, the last one's finish chunk does.
+        for (const [i, [index, finish]] of finishes.entries()) {
+          const choices = [{ text: '', index, logprobs: null, finish_reason: openAiFinishWord(finish) }];
+          if (i < finishes.length - 1) {
+            sink(this.#stringify(this.#envelope(choices)));
+            continue;
+          }
+          const chunk = this.#envelope(choices, openAiUsageObject(this.#totals.usage ?? {}, 'llamacpp'));
           if (this.#totals.timings !== undefined) chunk.timings = llamacppTimingsObject(this.#totals.timings);
           sink(this.#stringify(chunk));
         }
         break;
       case 'tgi':
         // `CompletionFinal`: model before choices, usage always, TGI's own finish word.
-        if (finish !== undefined) {
+        if (finishes.length === 0) this.flush(sink);
+        for (const [index, finish] of finishes) {
           const word = tgiFinishWord(finish);
+          // TGI keeps stop sequences in the text: the token that completed one has text too.
+          const held = this.#finishText(word !== 'eos_token', sink, index);
           const choice = {
-            index: 0,
-            // TGI keeps stop sequences in the text: the token that completed one has text too.
-            text: this.#finishText(word !== 'eos_token', sink),
-            logprobs: null,
+            index,
+            text: held.text,
+            logprobs: this.#logprobs(held.logprobs, index, held.text),
             finish_reason: word,
           };
           sink(
@@ -158,16 +180,14 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
               usage: openAiUsageObject(this.#totals.usage ?? {}, 'standard'),
             }),
           );
-        } else {
-          this.flush(sink);
         }
         break;
       case 'ollama': {
         // The finish rides on the chunk made from the `done` line (text ""); with include_usage a copy
         // of that chunk with `choices: []` carries the real usage.
         let last: JsonRecord | undefined;
-        if (finish !== undefined) {
-          last = this.#envelope([{ text: '', index: 0, finish_reason: openAiFinishWord(finish) }]);
+        for (const [index, finish] of finishes) {
+          last = this.#envelope([{ text: '', index, finish_reason: openAiFinishWord(finish) }]);
           sink(this.#stringify(last));
         }
         if (this.#includeUsage && this.#totals.usage !== undefined) {
@@ -180,6 +200,18 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
       }
     }
     sink('[DONE]');
+  }
+
+  /** Every choice's finish, in index order (choice 0 first). */
+  #finishes(): [number, FinishEvent][] {
+    const finishes: [number, FinishEvent][] = [];
+    if (this.#totals.finish !== undefined) finishes.push([0, this.#totals.finish]);
+    if (this.#otherFinishes !== undefined) {
+      for (const choice of [...this.#otherFinishes.keys()].sort((a, b) => a - b)) {
+        finishes.push([choice, this.#otherFinishes.get(choice) as FinishEvent]);
+      }
+    }
+    return finishes;
   }
 
   error(error: MidStreamError, sink: FrameSink): void {
@@ -203,24 +235,56 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
    * the held piece goes out on its own and the finish chunk has text "" (the end-of-sequence token
    * decodes to nothing; vLLM also cuts a matched stop string out of the text).
    */
-  #finishText(lastTokenHasText: boolean, sink: FrameSink): string {
-    if (!lastTokenHasText) this.flush(sink);
+  #finishText(
+    lastTokenHasText: boolean,
+    sink: FrameSink,
+    choice: number,
+  ): { text: string; logprobs: TokenLogprob[] | undefined } {
+    // A piece held for another choice is not this finish's.
+    if (!lastTokenHasText || this.#pendingChoice !== choice) this.flush(sink);
     const text = this.#pending ?? '';
+    const logprobs = this.#pending === undefined ? undefined : this.#pendingLogprobs;
     this.#pending = undefined;
-    return text;
+    return { text, logprobs };
   }
 
-  #textChunk(text: string): JsonRecord {
+  /**
+   * A text piece's log probabilities as the choice's `logprobs` (`null`: not asked for): OpenAI's legacy
+   * object (vLLM, TGI), llama-server's `{content: [...]}`; Ollama's route writes none.
+   */
+  #logprobs(logprobs: TokenLogprob[] | undefined, choice: number, text: string): JsonRecord | null {
+    if (logprobs === undefined) return null;
+    const offset = this.#textOffsets[choice] ?? 0;
+    this.#textOffsets[choice] = offset + text.length;
+    if (this.#flavor === 'llamacpp' || this.#flavor === 'llamacpp-legacy') {
+      return { content: tokenLogprobsList(logprobs, 'llamacpp') };
+    }
+    return legacyCompletionsLogprobs(logprobs, offset);
+  }
+
+  #textChunk(text: string, index: number, logprobs: TokenLogprob[] | undefined): JsonRecord {
     switch (this.#flavor) {
       case 'vllm':
-        return this.#envelope([{ index: 0, text, logprobs: null, finish_reason: null, stop_reason: null }]);
+        return this.#envelope([
+          {
+            index,
+            text,
+            logprobs: this.#logprobs(logprobs, index, text),
+            finish_reason: null,
+            stop_reason: null,
+          },
+        ]);
       case 'llamacpp':
       case 'llamacpp-legacy':
-        return this.#envelope([{ text, index: 0, logprobs: null, finish_reason: null }]);
+        return this.#envelope([
+          { text, index, logprobs: this.#logprobs(logprobs, index, text), finish_reason: null },
+        ]);
       case 'tgi':
-        return this.#envelope([{ index: 0, text, logprobs: null, finish_reason: '' }]);
+        return this.#envelope([
+          { index, text, logprobs: this.#logprobs(logprobs, index, text), finish_reason: '' },
+        ]);
       case 'ollama':
-        return this.#envelope([{ text, index: 0, finish_reason: null }]);
+        return this.#envelope([{ text, index, finish_reason: null }]);
     }
   }
 
