@@ -1,6 +1,5 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -9,6 +8,7 @@ import { RedisResumeStore, type RedisResumeStoreOptions } from '../src/node/redi
 import { serve } from '../src/node/serve.ts';
 import { createGateway, type Gateway } from '../src/server/create-gateway.ts';
 import { createSim } from '../src/sim/create-sim.ts';
+import { freePort, requireRedisServer } from './redis-process.ts';
 
 /** A redis-server with an RDB file that can be stopped and started again on the same port and data. */
 export interface PersistentRedis {
@@ -24,9 +24,6 @@ export interface PersistentRedis {
   close(): Promise<void>;
 }
 
-const MISSING =
-  'redis-server is not installed: the Redis restart checks need it (apt-get install redis-server; .ci/run installs it)';
-
 /**
  * A private redis-server on 127.0.0.1 that persists to an RDB file in a temporary directory (a save
  * point it never reaches on its own, so only SAVE and a SIGTERM shutdown write it), for what a restart
@@ -34,8 +31,7 @@ const MISSING =
  * Throws (a test fails, never skips) without redis-server.
  */
 export async function startPersistentRedis(): Promise<PersistentRedis> {
-  const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
-  if (found.error !== undefined || found.status !== 0) throw new Error(MISSING);
+  requireRedisServer('the Redis restart checks');
   const dir = mkdtempSync(join(tmpdir(), 'tokenwire-redis-'));
   const port = await freePort();
   let child: ChildProcess | undefined;
@@ -121,18 +117,6 @@ async function answers(url: string): Promise<boolean> {
   } finally {
     client.disconnect();
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** One gateway replica on the Redis resume store, in front of its own simulator. */

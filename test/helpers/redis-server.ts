@@ -1,5 +1,6 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { connect, createServer } from 'node:net';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { freePort, requireRedisServer } from '../../bench/redis-process.ts';
 
 export interface TestRedis {
   url: string;
@@ -8,17 +9,13 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-const MISSING =
-  'redis-server is not installed: the Redis resume tests need it (apt-get install redis-server; .ci/run installs it)';
-
 /**
  * Starts a private `redis-server` on 127.0.0.1 and a free port, with no persistence (`--save ''
  * --appendonly no`), and stops it on `stop()`. Throws (the test fails, never skips) when redis-server is
  * not installed.
  */
 export async function startRedis(): Promise<TestRedis> {
-  const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
-  if (found.error !== undefined || found.status !== 0) throw new Error(MISSING);
+  requireRedisServer('the Redis resume tests');
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     try {
@@ -74,18 +71,6 @@ async function launch(port: number): Promise<TestRedis> {
       await exited;
     },
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function answersPing(port: number): Promise<boolean> {
