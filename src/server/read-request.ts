@@ -1,4 +1,5 @@
 import { type Dialect, RequestError } from '../dialects/dialect.ts';
+import { modelNotFound } from '../dialects/model-not-found.ts';
 import { ollamaChatLoadAnswer } from '../dialects/ollama-chat/request.ts';
 import { ollamaCreatedAt } from '../dialects/ollama-family/ollama-created-at.ts';
 import { ollamaGenerateLoadAnswer } from '../dialects/ollama-generate/request.ts';
@@ -11,7 +12,7 @@ import type { IncomingRequest } from './incoming-request.ts';
 import { BodyError, readJsonBody } from './read-body.ts';
 import { readStreamExtensions } from './read-stream-extensions.ts';
 import { pickUpstreamDialect, type Upstream } from './upstream.ts';
-import { pickUpstream } from './upstream-request.ts';
+import { upstreamForModel } from './upstream-for-model.ts';
 
 /** A generation request's body, read and mapped, with the upstream that will answer it. */
 export interface ReadRequest {
@@ -57,7 +58,12 @@ export async function readRequest(
     if (error instanceof RequestError) return ctx.reject(dialect, scope, error.status, error.message);
     throw error;
   }
-  const upstream = pickUpstream(ctx.options.upstreams, chat.model);
+  const upstream = upstreamForModel(ctx.options.upstreams, chat.model, dialect.id);
+  if (upstream === undefined) {
+    // Every upstream lists its models and none has this one: the client's server would say so.
+    const missing = modelNotFound(dialect, chat.model ?? '');
+    return ctx.reject(dialect, scope, missing.status, missing.message, missing.errorType);
+  }
   // TGI and llama-server requests name no model: they mean the one the server runs.
   if (chat.model === undefined && upstream.models?.[0] !== undefined) chat.model = upstream.models[0];
   const upstreamDialect = getDialect(pickUpstreamDialect(upstream, dialect.id, chat));

@@ -17,8 +17,17 @@ export interface Upstream {
   fetch?: FetchLike | undefined;
   /** Headers sent upstream, such as credentials. Never echoed to clients, logged or put in metrics. */
   headers?: Record<string, string> | undefined;
-  /** Models to list on /v1/models and /api/tags. */
+  /**
+   * Models to list on /v1/models and /api/tags. When every upstream lists its models, a request naming
+   * none of them gets the client's server's "model not found" (404) — unless an upstream has
+   * `anyModelName`. An upstream with no list (undefined or empty) takes any name.
+   */
   models?: readonly string[] | undefined;
+  /**
+   * The server answers any model name with the one model it runs, as llama-server (without its router)
+   * and TGI do: a request naming a model no upstream lists goes to it. Default false.
+   */
+  anyModelName?: boolean | undefined;
   /**
    * Timeouts for the upstream call (idle, first byte…); none when undefined. `tokenwire serve` sets
    * `connectMs` and `idleMs` to DEFAULT_UPSTREAM_TIMEOUT_MS (`--upstream-timeout-ms`).

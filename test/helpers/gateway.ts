@@ -41,6 +41,8 @@ export async function startGateway(
         dialects: options.upstreamDialects ?? DIALECT_IDS,
         fetch: simServed === undefined ? sim.fetch : options.upstreamFetch,
         models: ['sim'],
+        // A simulator given no model list serves any name, as llama-server does.
+        anyModelName: options.sim?.models === undefined,
         timeouts: options.upstreamTimeouts,
       },
     ],

@@ -48,6 +48,7 @@ async function guarded(
         fetch: options.upstreamUrl === undefined ? sim.fetch : undefined,
         headers: options.upstreamHeaders,
         models: ['sim'],
+        anyModelName: options.sim?.models === undefined,
       },
     ],
     keepaliveMs: 0,
