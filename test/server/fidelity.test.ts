@@ -46,7 +46,11 @@ for (const name of readdirSync(fixturePath('real-captures/llamacpp-b10108')).sor
       ? 'openai-completions'
       : /^[cxt]\d/.test(name)
         ? 'openai-chat'
-        : undefined;
+        : /^a\d/.test(name) && !name.includes('bad-request')
+          ? 'anthropic-messages'
+          : /^p\d/.test(name) && !name.includes('bad-request')
+            ? 'openai-responses'
+            : undefined;
   if (dialect !== undefined) FIXTURES.push([dialect, `real-captures/llamacpp-b10108/${name}`]);
 }
 FIXTURES.push(
@@ -87,8 +91,13 @@ const BODIES: Record<DialectId, Record<string, unknown>> = {
   'ollama-generate': { model: 'm', prompt: 'hi' },
   llamacpp: { prompt: 'hi', stream: true },
   tgi: { inputs: 'hi', parameters: { max_new_tokens: 5 } },
-  'anthropic-messages': {},
-  'openai-responses': {},
+  'anthropic-messages': {
+    model: 'm',
+    max_tokens: 8,
+    stream: true,
+    messages: [{ role: 'user', content: 'hi' }],
+  },
+  'openai-responses': { model: 'm', input: 'hi', stream: true },
 };
 
 describe('fidelity: a same-dialect relay gives the client what the upstream sent', () => {
@@ -106,6 +115,8 @@ describe('fidelity: a same-dialect relay gives the client what the upstream sent
       const gateway = createGateway({
         upstreams: [{ name: 'scripted', url: upstream.url, dialects: [id] }],
         keepaliveMs: 0,
+        // Messages and Responses are re-encoded by default; verbatim is the relay that loses nothing.
+        sameDialectRelay: 'verbatim',
       });
       gateways.set(id, { gateway, served: await serve(gateway.fetch) });
     }
@@ -119,8 +130,9 @@ describe('fidelity: a same-dialect relay gives the client what the upstream sent
     await upstream?.close();
   });
 
-  it('covers every fixture of the six older dialects', () => {
-    assert.ok(FIXTURES.length >= 60, `only ${FIXTURES.length} fixtures`);
+  it('covers every fixture of every dialect', () => {
+    assert.ok(new Set(FIXTURES.map(([dialect]) => dialect)).size === 8);
+    assert.ok(FIXTURES.length >= 75, `only ${FIXTURES.length} fixtures`);
   });
 
   for (const [dialectId, fixture] of FIXTURES) {
