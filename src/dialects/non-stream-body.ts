@@ -82,6 +82,13 @@ export function nonStreamBody(
       }
       body.done = true;
       body.done_reason = result.finishReason === 'length' ? 'length' : 'stop';
+      // Every line's `logprobs` together (Ollama's `writeChatResponse`): after `done_reason` on /api/chat,
+      // last on /api/generate (Go struct order).
+      const logprobs =
+        result.logprobs === undefined || result.logprobs.length === 0
+          ? undefined
+          : tokenLogprobsList(result.logprobs, 'ollama');
+      if (logprobs !== undefined && dialect === 'ollama-chat') body.logprobs = logprobs;
       const t = result.timings;
       const ns = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 1e6));
       const metrics: Record<string, number | undefined> = {
@@ -94,6 +101,7 @@ export function nonStreamBody(
       };
       for (const [key, value] of Object.entries(metrics))
         if (value !== undefined && value !== 0) body[key] = value;
+      if (logprobs !== undefined && dialect === 'ollama-generate') body.logprobs = logprobs;
       return body;
     }
     case 'llamacpp': {
@@ -142,7 +150,14 @@ export function nonStreamBody(
           type: 'message',
           status: 'completed',
           role: 'assistant',
-          content: [{ type: 'output_text', annotations: [], logprobs: [], text: result.text }],
+          content: [
+            {
+              type: 'output_text',
+              annotations: [],
+              logprobs: tokenLogprobsList(result.logprobs ?? [], 'responses-part'),
+              text: result.text,
+            },
+          ],
         });
       }
       for (const call of result.toolCalls) {

@@ -319,17 +319,17 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
     wire: {
       'openai-chat': 'logprobs',
       'openai-completions': 'logprobs',
-      'ollama-chat': null,
-      'ollama-generate': null,
+      'ollama-chat': 'logprobs',
+      'ollama-generate': 'logprobs',
       llamacpp: 'n_probs',
       tgi: null,
       'anthropic-messages': null,
-      'openai-responses': null,
+      'openai-responses': 'top_logprobs',
     },
     // Every dialect with a cell here writes a re-encoded stream's log probabilities back
     // (REENCODED_STREAMS_WRITE; test/dialects/cross-dialect-fields.test.ts checks both).
     lossy: { llamacpp: (value) => value === 0 },
-    note: 'the top-K count: openai-chat `logprobs: true` with `top_logprobs: K` (none: 0); llama.cpp `n_probs: 0` asks for nothing, so 0 is refused for it. A translated stream carries the upstream’s log probabilities back in the client’s shape (`logprobs.content`, the legacy completions object, `completion_probabilities`)',
+    note: 'the top-K count: openai-chat and Ollama `logprobs: true` with `top_logprobs: K` (none: 0); openai-responses `include: ["message.output_text.logprobs"]` with `top_logprobs: K`; llama.cpp `n_probs: 0` asks for nothing, so 0 is refused for it. A translated stream carries the upstream’s log probabilities back in the client’s shape (`logprobs.content`, the legacy completions object, `completion_probabilities`, Ollama’s per-line `logprobs`, the Responses deltas’ and output text’s `logprobs`)',
   },
   {
     family: 'n',
@@ -394,7 +394,14 @@ export const REENCODED_STREAMS_WRITE: {
   readonly logprobs: readonly DialectId[];
 } = {
   choices: ['openai-chat', 'openai-completions'],
-  logprobs: ['openai-chat', 'openai-completions', 'llamacpp'],
+  logprobs: [
+    'openai-chat',
+    'openai-completions',
+    'llamacpp',
+    'ollama-chat',
+    'ollama-generate',
+    'openai-responses',
+  ],
 };
 
 function hasImageUrl(value: unknown): boolean {

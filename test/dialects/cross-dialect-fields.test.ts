@@ -401,17 +401,25 @@ describe('logprobs and n', () => {
   it('carries logprobs between the dialects whose streams write them back, and refuses it for the rest', () => {
     assert.deepEqual(lost('openai-chat', 'openai-chat', chat({ logprobs: true })), []);
     const asked = chat({ logprobs: true, top_logprobs: 1 });
-    for (const upstream of ['openai-completions', 'llamacpp'] as const) {
+    for (const upstream of [
+      'openai-completions',
+      'llamacpp',
+      'ollama-chat',
+      'ollama-generate',
+      'openai-responses',
+    ] as const) {
       assert.deepEqual(lost('openai-chat', upstream, asked), [], upstream);
     }
     assert.equal(translate('openai-chat', 'openai-completions', asked).logprobs, 1);
     assert.equal(translate('openai-chat', 'llamacpp', asked).n_probs, 1);
-    for (const upstream of ['ollama-chat', 'tgi', 'anthropic-messages', 'openai-responses'] as const) {
+    assert.equal(translate('openai-chat', 'ollama-chat', asked).top_logprobs, 1);
+    assert.equal(translate('openai-chat', 'openai-responses', asked).top_logprobs, 1);
+    for (const upstream of ['anthropic-messages'] as const) {
       assert.deepEqual(lost('openai-chat', upstream, asked), ['logprobs'], upstream);
     }
     assert.deepEqual(lost('llamacpp', 'openai-chat', { prompt: 'x', n_probs: 2 }), []);
     assert.deepEqual(lost('openai-completions', 'llamacpp', { prompt: 'x', logprobs: 2 }), []);
-    assert.deepEqual(lost('llamacpp', 'ollama-chat', { prompt: 'x', n_probs: 2 }), ['n_probs']);
+    assert.deepEqual(lost('llamacpp', 'anthropic-messages', { prompt: 'x', n_probs: 2 }), ['n_probs']);
   });
 
   it('maps n between the two OpenAI dialects, passes n: 1 everywhere, and refuses n > 1 to the others', () => {

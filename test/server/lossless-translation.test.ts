@@ -36,13 +36,13 @@ describe('request translation: total or loud', () => {
   const post = (base: string, path: string, body: string) =>
     fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 
-  it('refuses n, logprobs and tool_choice to an Ollama upstream with a 400 that names each, in the client dialect', async () => {
+  it('refuses n, logit_bias and tool_choice to an Ollama upstream with a 400 that names each, in the client dialect', async () => {
     const response = await post(
       ollamaUp.url,
       '/v1/chat/completions',
       chat({
         n: 2,
-        logprobs: true,
+        logit_bias: { '1': 1 },
         tool_choice: 'required',
         tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
       }),
@@ -50,7 +50,7 @@ describe('request translation: total or loud', () => {
     assert.equal(response.status, 400);
     const body = (await response.json()) as { error: { message: string; type: string } };
     assert.equal(body.error.type, 'invalid_request_error');
-    for (const field of ['n', 'logprobs', 'tool_choice', 'ollama-chat', 'drop_params']) {
+    for (const field of ['n', 'logit_bias', 'tool_choice', 'ollama-chat', 'drop_params']) {
       assert.match(body.error.message, new RegExp(field));
     }
   });
@@ -84,11 +84,11 @@ describe('request translation: total or loud', () => {
     const response = await post(
       ollamaUp.url,
       '/v1/chat/completions',
-      chat({ n: 2, logprobs: true, drop_params: true }),
+      chat({ n: 2, logit_bias: { '1': 1 }, drop_params: true }),
     );
     assert.equal(response.status, 200);
     assert.deepEqual(response.headers.get('x-tokenwire-dropped-params')?.split(', ').sort(), [
-      'logprobs',
+      'logit_bias',
       'n',
     ]);
     const text = await response.text();
@@ -96,14 +96,14 @@ describe('request translation: total or loud', () => {
   });
 
   it('drops them when the operator says so (dropParams), and a request can still ask to be refused', async () => {
-    const dropped = await post(dropping.url, '/v1/chat/completions', chat({ logprobs: true }));
+    const dropped = await post(dropping.url, '/v1/chat/completions', chat({ logit_bias: { '1': 1 } }));
     assert.equal(dropped.status, 200);
-    assert.equal(dropped.headers.get('x-tokenwire-dropped-params'), 'logprobs');
+    assert.equal(dropped.headers.get('x-tokenwire-dropped-params'), 'logit_bias');
     await dropped.text();
     const refused = await post(
       dropping.url,
       '/v1/chat/completions',
-      chat({ logprobs: true, drop_params: false }),
+      chat({ logit_bias: { '1': 1 }, drop_params: false }),
     );
     assert.equal(refused.status, 400);
     await refused.text();

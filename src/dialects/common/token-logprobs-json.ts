@@ -1,19 +1,37 @@
 import type { TokenLogprob, TopLogprob } from '../../events/stream-event.ts';
 import type { JsonRecord } from './json-fields.ts';
 
+const UTF8 = new TextEncoder();
+
 /**
- * Token log probabilities as a list of `{token, logprob, bytes, top_logprobs}` (OpenAI chat's
- * `logprobs.content`), or in llama-server's key order `{id, token, bytes, logprob, top_logprobs}` (its
- * `completion_probabilities` and its `logprobs.content` on every route). The inverse of
- * `parseTokenLogprobs`; a field the event does not have is left out, never invented.
+ * The key orders of the token lists the servers write:
+ * - `openai`: `{token, logprob, bytes, top_logprobs}` (OpenAI chat's `logprobs.content`; `bytes: null`
+ *   when unknown, as OpenAI writes it);
+ * - `llamacpp`: `{id, token, bytes, logprob, top_logprobs}` (llama-server's `completion_probabilities`
+ *   and its `logprobs.content` on every route);
+ * - `ollama`: Go's `api.Logprob` (embedded `TokenLogprob`): `{token, logprob, bytes?, top_logprobs?}`,
+ *   `bytes` and `top_logprobs` `omitempty` (left out when unknown or empty);
+ * - `responses-delta`: the Responses `output_text.delta` / `.done` events' `Logprob`:
+ *   `{token, logprob, bytes?, top_logprobs}` (the SDK types have no `bytes` here; written when known);
+ * - `responses-part`: the `output_text` content part's `Logprob` (`ResponseOutputText.Logprob`):
+ *   `{token, bytes, logprob, top_logprobs}`, `bytes` required, so the token's UTF-8 bytes when the
+ *   upstream sent none (what OpenAI documents `bytes` to be).
+ */
+export type TokenLogprobsOrder = 'openai' | 'llamacpp' | 'ollama' | 'responses-delta' | 'responses-part';
+
+/**
+ * Token log probabilities as a list in one server's key order (see `TokenLogprobsOrder`). The inverse
+ * of `parseTokenLogprobs`; a field the event does not have is left out, never invented.
  */
 export function tokenLogprobsList(
   logprobs: readonly TokenLogprob[],
-  order: 'openai' | 'llamacpp',
+  order: TokenLogprobsOrder,
 ): JsonRecord[] {
   return logprobs.map((entry) => {
     const out = logprobEntry(entry, order);
-    out.top_logprobs = (entry.top ?? []).map((top) => logprobEntry(top, order));
+    const top = (entry.top ?? []).map((candidate) => logprobEntry(candidate, order));
+    // Go's `omitempty` leaves an empty list out.
+    if (order !== 'ollama' || top.length > 0) out.top_logprobs = top;
     return out;
   });
 }
@@ -37,7 +55,19 @@ export function legacyCompletionsLogprobs(logprobs: readonly TokenLogprob[], tex
   return { text_offset: offsets, token_logprobs: tokenLogprobs, tokens, top_logprobs: tops };
 }
 
-function logprobEntry(entry: TopLogprob, order: 'openai' | 'llamacpp'): JsonRecord {
+function logprobEntry(entry: TopLogprob, order: TokenLogprobsOrder): JsonRecord {
+  if (order === 'ollama' || order === 'responses-delta') {
+    const out: JsonRecord = { token: entry.token, logprob: entry.logprob };
+    if (entry.bytes !== undefined && (order !== 'ollama' || entry.bytes.length > 0)) out.bytes = entry.bytes;
+    return out;
+  }
+  if (order === 'responses-part') {
+    return {
+      token: entry.token,
+      bytes: entry.bytes ?? [...UTF8.encode(entry.token)],
+      logprob: entry.logprob,
+    };
+  }
   if (order === 'llamacpp') {
     const out: JsonRecord = {};
     if (entry.id !== undefined) out.id = entry.id;

@@ -9,21 +9,34 @@ import {
 } from '../common/request-fields.ts';
 import {
   ollamaImages,
+  readOllamaLogprobs,
   readOllamaOptions,
   requireOllamaBody,
   writeOllamaExtra,
+  writeOllamaLogprobs,
   writeOllamaOptions,
 } from '../ollama-family/ollama-request-fields.ts';
 
-const KNOWN = new Set(['model', 'messages', 'stream', 'options', 'think', 'tools', 'format']);
+const KNOWN = new Set([
+  'model',
+  'messages',
+  'stream',
+  'options',
+  'think',
+  'tools',
+  'format',
+  'logprobs',
+  'top_logprobs',
+]);
 
 /**
  * `POST /api/chat` body -> normalized request. `model` is required (Ollama answers 400 without one);
  * `messages` may be empty or absent (Ollama then only loads the model). Sampling comes from `options`,
  * reasoning from `think`, structured output from `format`, tools in the OpenAI shape, message `images`
  * (base64) as the turn's images. Ollama always reports usage on its `done` line, so `includeUsage` is
- * set: a translated upstream must be asked for the counts. `keep_alive`, `logprobs`, `truncate` and every
- * other field travel in `extra` (with the rest of `options` in `extra.options`). Message `thinking` is
+ * set: a translated upstream must be asked for the counts. `logprobs: true` with `top_logprobs` is
+ * `logprobs` (the top-K count); `keep_alive`, `truncate` and every other field travel in `extra` (with
+ * the rest of `options` in `extra.options`). Message `thinking` is
  * not kept.
  */
 export function ollamaChatFromBody(input: unknown): ChatRequest {
@@ -37,6 +50,7 @@ export function ollamaChatFromBody(input: unknown): ChatRequest {
   const tools = parseTools(body);
   if (tools !== undefined) request.tools = tools;
   const options = readOllamaOptions(body, request);
+  readOllamaLogprobs(body, request);
   const extra = extraFields(body, KNOWN) ?? {};
   if (options !== undefined) extra.options = options;
   if (Object.keys(extra).length > 0) request.extra = extra;
@@ -55,6 +69,7 @@ export function ollamaChatToBody(request: ChatRequest): JsonRecord {
   };
   if (request.tools !== undefined && request.toolChoice !== 'none') body.tools = openAiTools(request.tools);
   writeOllamaOptions(body, request);
+  writeOllamaLogprobs(body, request);
   writeOllamaExtra(body, request);
   return body;
 }

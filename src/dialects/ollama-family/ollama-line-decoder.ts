@@ -5,6 +5,7 @@ import { errorFromPayload } from '../common/error-payload.ts';
 import type { JsonRecord } from '../common/json-fields.ts';
 import { parsePayload } from '../common/parse-payload.ts';
 import { TextFrameTemplate } from '../common/text-frame-template.ts';
+import { parseTokenLogprobs } from '../common/token-logprobs.ts';
 import {
   type DecoderOptions,
   type DialectDecoder,
@@ -28,7 +29,8 @@ export interface OllamaLineShape {
 
 /**
  * Decodes Ollama's native NDJSON (wire-formats.md §6.1-6.3), one response object per line: thinking is
- * reasoning, the text field is text, tool calls are whole (each a delta holding all its arguments, then
+ * reasoning, the text field is text (with the line's `logprobs`, when asked; a thinking line's have no
+ * place and are not kept), tool calls are whole (each a delta holding all its arguments, then
  * the complete call, at once). The `done: true` line ends the stream: finish, usage, timings. A
  * `{"error":"…"}` line is an error event; Ollama closes after it. There is no terminator line in NDJSON,
  * so `sawTerminator` is always false; `done: true` makes the stream `terminated` (and `complete`, unless
@@ -96,7 +98,18 @@ export class OllamaLineDecoder implements DialectDecoder {
       if (typeof thinking === 'string' && thinking !== '') emit({ type: 'reasoning', text: thinking });
     }
     const text = parts[shape.textField];
-    if (typeof text === 'string' && text !== '') emit({ type: 'text', text });
+    if (typeof text === 'string' && text !== '') {
+      // `logprobs` sits at the top of both endpoints' lines (beside `message` on /api/chat), one entry per
+      // token of this line, when the request asked (`logprobs: true`).
+      const logprobs = payload.logprobs;
+      const parsed =
+        Array.isArray(logprobs) && logprobs.length > 0 ? parseTokenLogprobs(logprobs) : undefined;
+      emit(
+        parsed === undefined || parsed.length === 0
+          ? { type: 'text', text }
+          : { type: 'text', text, logprobs: parsed },
+      );
+    }
     // Tool calls come on an intermediate line, or on the `done` line (llama-server "native chat" path).
     const toolCalls = parts.tool_calls;
     if (toolCalls !== undefined) {

@@ -2,16 +2,19 @@ import type { StreamEvent } from '../../events/stream-event.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
 import type { JsonRecord } from '../common/json-fields.ts';
 import { StreamTotals } from '../common/stream-totals.ts';
+import { tokenLogprobsList } from '../common/token-logprobs-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import { ollamaCreatedAt } from './ollama-created-at.ts';
 import { ollamaToolCallObject } from './ollama-tool-calls.ts';
 import { ollamaTrailerFields } from './ollama-trailer.ts';
 
-/** What one line carries: text (may be empty), or reasoning, or one whole tool call. */
+/** What one line carries: text (may be empty, with its tokens' `logprobs`), reasoning, or one tool call. */
 export interface OllamaLinePart {
   text: string;
   thinking?: string;
   toolCall?: JsonRecord;
+  /** The text's token log probabilities as Ollama writes them (`api.Logprob`), when the events have them. */
+  logprobs?: JsonRecord[];
 }
 
 /** Where one endpoint's line puts its parts: `/api/chat` under `message`, `/api/generate` at the top. */
@@ -24,8 +27,9 @@ export interface OllamaWriteShape {
 
 /**
  * Writes Ollama's native NDJSON as Go's `encoding/json` does (wire-formats.md §6.1-6.3): the
- * endpoint's field order, HTML-escaped, a fresh `created_at` per line from the `now` clock. Text,
- * reasoning (`thinking` with empty text) and complete tool calls are a line each, at once; tool-call
+ * endpoint's field order, HTML-escaped, a fresh `created_at` per line from the `now` clock. Text (with
+ * its `logprobs` when the event has them), reasoning (`thinking` with empty text) and complete tool
+ * calls are a line each, at once; tool-call
  * fragments are ignored (Ollama only sends whole calls). `end()` writes the `done: true` line with
  * `done_reason`, `context` where the endpoint has one and the usage came from an Ollama that sent it,
  * and the metrics; `error()` writes `{"error":"…"}` and nothing more follows.
@@ -53,7 +57,15 @@ export class OllamaLineEncoder implements DialectEncoder {
         this.#model ??= event.model;
         return;
       case 'text':
-        if (event.text !== '') this.#line({ text: event.text }, false, {}, sink);
+        if (event.text === '') return;
+        this.#line(
+          event.logprobs === undefined
+            ? { text: event.text }
+            : { text: event.text, logprobs: tokenLogprobsList(event.logprobs, 'ollama') },
+          false,
+          {},
+          sink,
+        );
         return;
       case 'reasoning':
         if (event.text !== '') this.#line({ text: '', thinking: event.text }, false, {}, sink);

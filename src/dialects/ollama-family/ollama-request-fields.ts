@@ -2,6 +2,7 @@ import type { ChatImage, ChatRequest, ResponseFormat } from '../../events/chat-r
 import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   extraFields,
+  optionalBoolean,
   optionalNumber,
   optionalStopList,
   optionalString,
@@ -169,6 +170,24 @@ export function ollamaImages(images: readonly ChatImage[]): string[] {
     }
     return image.data;
   });
+}
+
+/**
+ * `logprobs: true` with `top_logprobs` (0–20, Ollama's 400 outside) alternatives per token: the
+ * normalized top-K count. `logprobs: false` is the default, and `top_logprobs` means nothing without
+ * `logprobs: true`.
+ */
+export function readOllamaLogprobs(body: JsonRecord, request: ChatRequest): void {
+  const logprobs = optionalBoolean(body, 'logprobs');
+  const top = optionalNumber(body, 'top_logprobs', { integer: true, min: 0, max: 20 });
+  if (logprobs === true) request.logprobs = top ?? 0;
+}
+
+/** The top-K count as `logprobs: true` and `top_logprobs` (left out for 0, Ollama's default). */
+export function writeOllamaLogprobs(body: JsonRecord, request: ChatRequest): void {
+  if (request.logprobs === undefined) return;
+  body.logprobs = true;
+  if (request.logprobs > 0) body.top_logprobs = request.logprobs;
 }
 
 function setDefined<K extends keyof ChatRequest>(request: ChatRequest, key: K, value: ChatRequest[K]): void {

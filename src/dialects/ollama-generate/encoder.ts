@@ -6,7 +6,7 @@ export const OLLAMA_GENERATE_FLAVORS: readonly string[] = ['ollama'];
 
 /**
  * `/api/generate` lines follow `api.GenerateResponse`: `response`, `thinking`, `done`, then the trailer
- * (`done_reason`, `context`, metrics), then `tool_calls`.
+ * (`done_reason`, `context`, metrics), then `tool_calls`, then `logprobs`.
  */
 const GENERATE_SHAPE: OllamaWriteShape = {
   context: true,
@@ -16,6 +16,7 @@ const GENERATE_SHAPE: OllamaWriteShape = {
     done,
     ...trailer,
     ...(part.toolCall !== undefined && { tool_calls: [part.toolCall] }),
+    ...(part.logprobs !== undefined && { logprobs: part.logprobs }),
   }),
 };
 

@@ -9,20 +9,35 @@ import { extraFields, optionalBoolean, optionalString } from '../common/request-
 import { RequestError } from '../dialect.ts';
 import {
   ollamaImages,
+  readOllamaLogprobs,
   readOllamaOptions,
   requireOllamaBody,
   writeOllamaExtra,
+  writeOllamaLogprobs,
   writeOllamaOptions,
 } from '../ollama-family/ollama-request-fields.ts';
 
-const KNOWN = new Set(['model', 'prompt', 'system', 'stream', 'options', 'think', 'format', 'images', 'raw']);
+const KNOWN = new Set([
+  'model',
+  'prompt',
+  'system',
+  'stream',
+  'options',
+  'think',
+  'format',
+  'images',
+  'raw',
+  'logprobs',
+  'top_logprobs',
+]);
 
 /**
  * `POST /api/generate` body -> normalized request. `model` is required; `prompt` may be absent or empty
  * (Ollama then only loads the model: `loadOnly`). A `system` prompt makes the request chat-shaped as well: `messages` holds
  * the system turn and the prompt as the user turn, so chat upstreams keep it, while `prompt` stays for
  * completion-style ones; `images` (base64) make it chat-shaped the same way, as the user turn's images.
- * Sampling comes from `options`, reasoning from `think`, structured output from `format`; `raw: true`
+ * Sampling comes from `options`, reasoning from `think`, structured output from `format`, the top-K
+ * count from `logprobs`/`top_logprobs`; `raw: true`
  * (the prompt as it is, no template) is `raw`. Ollama always reports usage, so `includeUsage` is set.
  * `context`, `suffix`, `template`, `keep_alive` and every other field travel in `extra` (the rest of
  * `options` in `extra.options`).
@@ -46,6 +61,7 @@ export function ollamaGenerateFromBody(input: unknown): ChatRequest {
   const stream = optionalBoolean(body, 'stream');
   if (stream !== undefined) request.stream = stream;
   const options = readOllamaOptions(body, request);
+  readOllamaLogprobs(body, request);
   const extra = extraFields(body, KNOWN) ?? {};
   if (options !== undefined) extra.options = options;
   if (Object.keys(extra).length > 0) request.extra = extra;
@@ -67,6 +83,7 @@ export function ollamaGenerateToBody(request: ChatRequest): JsonRecord {
   if (request.raw === true) body.raw = true;
   body.stream = true;
   writeOllamaOptions(body, request);
+  writeOllamaLogprobs(body, request);
   writeOllamaExtra(body, request);
   return body;
 }

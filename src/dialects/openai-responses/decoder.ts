@@ -1,5 +1,11 @@
 import { unifyFinishReason } from '../../events/finish-reason.ts';
-import type { ErrorEvent, FinishEvent, StartEvent } from '../../events/stream-event.ts';
+import type {
+  ErrorEvent,
+  FinishEvent,
+  StartEvent,
+  TextEvent,
+  TokenLogprob,
+} from '../../events/stream-event.ts';
 import { completeToolCall } from '../../events/tool-call-accumulator.ts';
 import type { Usage } from '../../events/usage.ts';
 import type { Frame } from '../../wire/frame.ts';
@@ -7,6 +13,7 @@ import { errorFromPayload } from '../common/error-payload.ts';
 import { isRecord, type JsonRecord, numberField, recordField, stringField } from '../common/json-fields.ts';
 import { parsePayload } from '../common/parse-payload.ts';
 import { TextFrameTemplate } from '../common/text-frame-template.ts';
+import { parseTokenLogprobs } from '../common/token-logprobs.ts';
 import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } from '../dialect.ts';
 import { parseLlamacppTimings } from '../llamacpp-family/llamacpp-timings.ts';
 
@@ -125,7 +132,15 @@ export class OpenAiResponsesDecoder implements DialectDecoder {
         const delta = stringField(payload, 'delta');
         if (delta === undefined || delta === '') return;
         const itemId = this.#newItem(payload);
-        emit(itemId === undefined ? { type: 'text', text: delta } : { type: 'text', text: delta, itemId });
+        const event: TextEvent = { type: 'text', text: delta };
+        if (itemId !== undefined) event.itemId = itemId;
+        // `logprobs: []` unless the request asked (`include: ["message.output_text.logprobs"]`).
+        const logprobs = payload.logprobs;
+        if (Array.isArray(logprobs) && logprobs.length > 0) {
+          const parsed = parseTokenLogprobs(logprobs);
+          if (parsed !== undefined && parsed.length > 0) event.logprobs = parsed;
+        }
+        emit(event);
         // llama-server puts its `timings` on the last delta when a stop word ended the answer (p09).
         const timings = payload.timings;
         if (isRecord(timings)) emit({ type: 'timings', timings: parseLlamacppTimings(timings) });
@@ -257,12 +272,18 @@ export class OpenAiResponsesDecoder implements DialectDecoder {
     const id = stringField(item, 'id');
     if (id === undefined || this.#namedItems.has(id) || !Array.isArray(item.content)) return;
     let text = '';
+    const logprobs: TokenLogprob[] = [];
     for (const part of item.content) {
-      if (isRecord(part) && part.type === 'output_text' && typeof part.text === 'string') text += part.text;
+      if (isRecord(part) && part.type === 'output_text' && typeof part.text === 'string') {
+        text += part.text;
+        if (Array.isArray(part.logprobs)) logprobs.push(...(parseTokenLogprobs(part.logprobs) ?? []));
+      }
     }
     if (text === '') return;
     this.#namedItems.add(id);
-    emit({ type: 'text', text, itemId: id });
+    emit(
+      logprobs.length > 0 ? { type: 'text', text, itemId: id, logprobs } : { type: 'text', text, itemId: id },
+    );
   }
 
   #indexOf(payload: JsonRecord): number {

@@ -1,8 +1,9 @@
-import type { FinishEvent, StreamEvent } from '../../events/stream-event.ts';
+import type { FinishEvent, StreamEvent, TokenLogprob } from '../../events/stream-event.ts';
 import type { Timings, Usage } from '../../events/usage.ts';
 import { goJsonStringify } from '../../wire/go-json.ts';
 import type { JsonRecord } from '../common/json-fields.ts';
 import { randomAlphanumeric } from '../common/random-id.ts';
+import { tokenLogprobsList } from '../common/token-logprobs-json.ts';
 import type { DialectEncoder, EncoderOptions, FrameSink, MidStreamError } from '../dialect.ts';
 import { llamacppTimingsObject } from '../llamacpp-family/llamacpp-timings.ts';
 
@@ -37,6 +38,8 @@ interface MessageItem {
   id: string;
   outputIndex: number;
   text: string;
+  /** Every text piece's token log probabilities so far (the done events' and the part's `logprobs`). */
+  logprobs: TokenLogprob[];
   closed: boolean;
 }
 
@@ -115,7 +118,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
       case 'text':
         this.#begin(sink);
         if (this.#flavor === 'ollama' && this.#callsWritten) return;
-        this.#text(event.text, event.itemId, sink);
+        this.#text(event.text, event.itemId, event.logprobs, sink);
         return;
       case 'reasoning':
         if (event.text === '') return; // a signature only: this dialect has no place for it
@@ -257,7 +260,12 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
     this.#write('response.in_progress', { response: this.#response('in_progress', []) }, sink);
   }
 
-  #text(text: string, itemId: string | undefined, sink: FrameSink): void {
+  #text(
+    text: string,
+    itemId: string | undefined,
+    logprobs: TokenLogprob[] | undefined,
+    sink: FrameSink,
+  ): void {
     let message = this.#message;
     if (message === undefined || message.closed) {
       if (this.#flavor !== 'llamacpp' && this.#flavor !== 'ollama') this.#closeOpen(sink);
@@ -267,6 +275,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
         id: itemId ?? `msg_${randomAlphanumeric(32)}`,
         outputIndex: this.#nextIndex(),
         text: '',
+        logprobs: [],
         closed: false,
       };
       this.#message = message;
@@ -274,15 +283,19 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
       this.#openMessage(message, sink);
     }
     message.text += text;
+    if (logprobs !== undefined) message.logprobs.push(...logprobs);
     const id = JSON.stringify(message.id);
+    // `[]` when the events carry none (not asked for), as the servers write it.
+    const listed = logprobs === undefined ? undefined : tokenLogprobsList(logprobs, 'responses-delta');
     switch (this.#flavor) {
       case 'llamacpp':
-        // Held (without its closing brace) until the next event: see `flush`.
-        this.#held = `{"type":"response.output_text.delta","item_id":${id},"delta":${JSON.stringify(text)}`;
+        // Held (without its closing brace) until the next event: see `flush`. llama-server writes no
+        // `logprobs` on its deltas; they are added only when the events have some.
+        this.#held = `{"type":"response.output_text.delta","item_id":${id},"delta":${JSON.stringify(text)}${listed === undefined ? '' : `,"logprobs":${JSON.stringify(listed)}`}`;
         return;
       case 'openai':
         sink(
-          `{"type":"response.output_text.delta","sequence_number":${this.#sequence++},"item_id":${id},"output_index":${message.outputIndex},"content_index":0,"delta":${JSON.stringify(text)},"logprobs":[]}`,
+          `{"type":"response.output_text.delta","sequence_number":${this.#sequence++},"item_id":${id},"output_index":${message.outputIndex},"content_index":0,"delta":${JSON.stringify(text)},"logprobs":${listed === undefined ? '[]' : JSON.stringify(listed)}}`,
           'response.output_text.delta',
         );
         return;
@@ -294,7 +307,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
             output_index: message.outputIndex,
             content_index: 0,
             delta: text,
-            logprobs: [],
+            logprobs: listed ?? [],
           },
           sink,
         );
@@ -523,20 +536,28 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
           'response.output_text.done',
         );
         sink(
-          `{"type":"response.content_part.done","item_id":${id},"part":{"type":"output_text","annotations":[],"logprobs":[],"text":${text}}}`,
+          `{"type":"response.content_part.done","item_id":${id},"part":{"type":"output_text","annotations":[],"logprobs":${JSON.stringify(tokenLogprobsList(item.logprobs, 'responses-part'))},"text":${text}}}`,
           'response.content_part.done',
         );
       } else {
         const at = { item_id: item.id, output_index: item.outputIndex, content_index: 0 };
         this.#write(
           'response.output_text.done',
-          Object.assign({}, at, { text: item.text, logprobs: [] }),
+          Object.assign({}, at, {
+            text: item.text,
+            logprobs: tokenLogprobsList(item.logprobs, 'responses-delta'),
+          }),
           sink,
         );
         this.#write(
           'response.content_part.done',
           Object.assign({}, at, {
-            part: { type: 'output_text', annotations: [], logprobs: [], text: item.text },
+            part: {
+              type: 'output_text',
+              annotations: [],
+              logprobs: tokenLogprobsList(item.logprobs, 'responses-part'),
+              text: item.text,
+            },
           }),
           sink,
         );
@@ -581,7 +602,12 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
     const flavor = this.#flavor;
     switch (item.kind) {
       case 'message': {
-        const part = { type: 'output_text', annotations: [], logprobs: [], text: item.text };
+        const part = {
+          type: 'output_text',
+          annotations: [],
+          logprobs: tokenLogprobsList(item.logprobs, 'responses-part'),
+          text: item.text,
+        };
         return flavor === 'llamacpp'
           ? { type: 'message', status: 'completed', id: item.id, content: [part], role: 'assistant' }
           : { id: item.id, type: 'message', status: 'completed', role: 'assistant', content: [part] };

@@ -41,7 +41,12 @@ const KNOWN = new Set([
   'stream',
   'previous_response_id',
   'conversation',
+  'include',
+  'top_logprobs',
 ]);
+
+/** The `include` value that turns on the output tokens' log probabilities. */
+const LOGPROBS_INCLUDE = 'message.output_text.logprobs';
 
 /**
  * Fields that need state the gateway does not keep (an earlier response, a conversation): refused with a
@@ -78,6 +83,7 @@ export function responsesFromBody(input: unknown): ChatRequest {
   request.stream = optionalBoolean(body, 'stream');
   request.store = optionalBoolean(body, 'store');
   const extra = extraFields(body, KNOWN) ?? {};
+  readLogprobs(body, request, extra);
   readReasoning(body.reasoning, request, extra);
   readText(body.text, request, extra);
   if (Object.keys(extra).length > 0) request.extra = extra;
@@ -229,6 +235,24 @@ function parseResponsesToolChoice(value: unknown): string | undefined {
   });
 }
 
+/**
+ * `include: ["message.output_text.logprobs"]` asks for the output tokens' log probabilities, with
+ * `top_logprobs` (0–20) alternatives each: the normalized top-K count. `top_logprobs` alone asks for
+ * nothing (as `top_logprobs` without `logprobs: true` on OpenAI chat). The other `include` values are
+ * kept in `extra.include`.
+ */
+function readLogprobs(body: JsonRecord, request: ChatRequest, extra: Record<string, unknown>): void {
+  const top = optionalNumber(body, 'top_logprobs', { integer: true, min: 0, max: 20 });
+  const include = body.include;
+  if (include === undefined || include === null) return;
+  if (!Array.isArray(include) || !include.every((value) => typeof value === 'string')) {
+    throw new RequestError('include must be a list of strings', { field: 'include' });
+  }
+  const rest = include.filter((value) => value !== LOGPROBS_INCLUDE);
+  if (rest.length !== include.length) request.logprobs = top ?? 0;
+  if (rest.length > 0) extra.include = rest;
+}
+
 /** `reasoning: {effort, summary}`: the effort is normalized (`none` turns reasoning off); the rest is kept. */
 function readReasoning(value: unknown, request: ChatRequest, extra: Record<string, unknown>): void {
   if (value === undefined || value === null) return;
@@ -328,7 +352,13 @@ export function responsesToBody(request: ChatRequest): JsonRecord {
   }
   if (request.store !== undefined) body.store = request.store;
   for (const [key, value] of Object.entries(extra))
-    if (key !== 'reasoning' && key !== 'text') body[key] = value;
+    if (key !== 'reasoning' && key !== 'text' && key !== 'include') body[key] = value;
+  const include = Array.isArray(extra.include) ? [...extra.include] : [];
+  if (request.logprobs !== undefined) {
+    include.push(LOGPROBS_INCLUDE);
+    if (request.logprobs > 0) body.top_logprobs = request.logprobs;
+  }
+  if (include.length > 0) body.include = include;
   return body;
 }
 
