@@ -115,6 +115,12 @@ export interface EncoderOptions {
     | undefined;
   /** Clock for timestamps the dialect writes (Ollama `created_at`). Default `Date.now`. */
   now?: (() => number) | undefined;
+  /**
+   * The last payload of a stream begun elsewhere, for an encoder that writes only its rest (a resumed
+   * stream's ending): once its opening is written (and discarded by the caller), numbering goes on from
+   * that payload's (the Responses `sequence_number`).
+   */
+  continuesAfter?: string | undefined;
 }
 
 export interface DecoderOptions {

@@ -25,10 +25,9 @@ export function resumedBody(
   const meta = subscription.meta;
   const encoded = new TextEncoder();
   // Stored frames are payloads: framed here as the stream's own encoder frames them.
-  const encoder = getDialect(meta.dialect).createEncoder({ flavor: meta.flavor, model: meta.model });
-  // The stream began long ago: an encoder that writes its opening before an error (the Responses
-  // `response.created`, a second one with another id) must not write it again.
-  encoder.event({ type: 'start' }, () => {});
+  const dialect = getDialect(meta.dialect);
+  const framing = dialect.createEncoder({ flavor: meta.flavor, model: meta.model });
+  let lastPayload: string | undefined;
   let lastSeq = afterSeq;
   let lastWriteAt = Date.now();
   let ticker: ReturnType<typeof setInterval> | undefined;
@@ -43,11 +42,20 @@ export function resumedBody(
         controller.enqueue(encoded.encode(text));
       };
       // Numbered on from the stream's last event, or (`numbered` false) with no id at all.
-      const fail = (message: string, numbered: boolean) =>
+      const fail = (message: string, numbered: boolean) => {
+        const encoder = dialect.createEncoder({
+          flavor: meta.flavor,
+          model: meta.model,
+          continuesAfter: lastPayload,
+        });
+        // The stream began long ago: an encoder that writes its opening before an error (the Responses
+        // `response.created`, a second one with another id) must not write it again.
+        encoder.event({ type: 'start' }, () => {});
         encoder.error({ message, status: 502 }, (data, kind) => {
           if (numbered) lastSeq += 1;
           write(frameText(encoder, data, kind, numbered ? formatEventId(streamId, lastSeq) : undefined));
         });
+      };
       write(`retry: ${retryMs}\n\n`);
       if (keepaliveMs > 0) {
         ticker = setInterval(
@@ -71,7 +79,8 @@ export function resumedBody(
             break;
           }
           lastSeq = frame.seq;
-          write(frameText(encoder, frame.data, frame.kind, formatEventId(streamId, frame.seq)));
+          lastPayload = frame.data;
+          write(frameText(framing, frame.data, frame.kind, formatEventId(streamId, frame.seq)));
         }
         const status = subscription.status();
         // The producer's own count of what it wrote (Redis keeps it with the ending): fewer read is a loss.

@@ -61,3 +61,45 @@ describe('resumedBody: never silently short (issue 21.6)', () => {
     assert.match(text, /id: abc\.5\n/);
   });
 });
+
+describe('resumedBody: a Responses stream’s ending numbered on from its last event', () => {
+  it('gives the cancelled-stream error the sequence_number after the last replayed one', async () => {
+    const delta = (seq: number) =>
+      JSON.stringify({
+        type: 'response.output_text.delta',
+        sequence_number: seq + 3,
+        item_id: 'msg_1',
+        output_index: 0,
+        content_index: 0,
+        delta: `t${seq}`,
+        logprobs: [],
+      });
+    const frames: StoredFrame[] = [5, 6].map((seq) => ({
+      seq,
+      data: delta(seq),
+      kind: 'response.output_text.delta',
+    }));
+    const sub: ResumeSubscription = {
+      meta: { dialect: 'openai-responses', flavor: undefined, headers: {}, model: 'm', createdAt: 0 },
+      frames: (async function* () {
+        yield* frames;
+      })(),
+      status: () => 'cancelled',
+      endSeq: () => undefined,
+    };
+    const text = await new Response(resumedBody(sub, 'abc', 4, 1000, () => {})).text();
+    const payloads = text
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)) as { type: string; sequence_number: number });
+    assert.deepEqual(
+      payloads.map((p) => [p.type, p.sequence_number]),
+      [
+        ['response.output_text.delta', 8],
+        ['response.output_text.delta', 9],
+        ['error', 10],
+      ],
+    );
+    assert.match(text, /id: abc\.7\ndata: \{"type":"error"/);
+  });
+});

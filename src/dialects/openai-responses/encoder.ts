@@ -73,6 +73,8 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
   #created: number | undefined;
   #started = false;
   #sequence = 0;
+  /** EncoderOptions.continuesAfter: the number the first event after the opening takes. */
+  readonly #continuesAt: number | undefined;
   /** Every output item, in output order (the terminal response's `output`). */
   readonly #items: Item[] = [];
   #message: MessageItem | undefined;
@@ -92,6 +94,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
     this.#id = options.id;
     this.#model = options.model;
     this.#created = options.created;
+    this.#continuesAt = sequenceAfter(options.continuesAfter);
   }
 
   event(event: StreamEvent, sink: FrameSink): void {
@@ -258,6 +261,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
     }
     this.#write('response.created', { response: this.#response('in_progress', []) }, sink);
     this.#write('response.in_progress', { response: this.#response('in_progress', []) }, sink);
+    if (this.#continuesAt !== undefined) this.#sequence = this.#continuesAt;
   }
 
   #text(
@@ -775,4 +779,15 @@ function sortDeep(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortDeep);
   if (value !== null && typeof value === 'object') return sortedKeys(value as JsonRecord, true);
   return value;
+}
+
+/** One past the `sequence_number` of a payload (undefined when it has none). */
+function sequenceAfter(payload: string | undefined): number | undefined {
+  if (payload === undefined) return undefined;
+  try {
+    const value = (JSON.parse(payload) as { sequence_number?: unknown }).sequence_number;
+    return typeof value === 'number' && Number.isInteger(value) ? value + 1 : undefined;
+  } catch {
+    return undefined;
+  }
 }
