@@ -322,14 +322,14 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
       'ollama-chat': 'logprobs',
       'ollama-generate': 'logprobs',
       llamacpp: 'n_probs',
-      tgi: null,
+      tgi: 'parameters.top_n_tokens',
       'anthropic-messages': null,
       'openai-responses': 'top_logprobs',
     },
     // Every dialect with a cell here writes a re-encoded stream's log probabilities back
     // (REENCODED_STREAMS_WRITE; test/dialects/cross-dialect-fields.test.ts checks both).
-    lossy: { llamacpp: (value) => value === 0 },
-    note: 'the top-K count: openai-chat and Ollama `logprobs: true` with `top_logprobs: K` (none: 0); openai-responses `include: ["message.output_text.logprobs"]` with `top_logprobs: K`; llama.cpp `n_probs: 0` asks for nothing, so 0 is refused for it. A translated stream carries the upstream’s log probabilities back in the client’s shape (`logprobs.content`, the legacy completions object, `completion_probabilities`, Ollama’s per-line `logprobs`, the Responses deltas’ and output text’s `logprobs`)',
+    lossy: { llamacpp: (value) => value === 0, tgi: (value) => value === 0 },
+    note: 'the top-K count: openai-chat and Ollama `logprobs: true` with `top_logprobs: K` (none: 0); openai-responses `include: ["message.output_text.logprobs"]` with `top_logprobs: K`; TGI `parameters.top_n_tokens: K` (each token’s own `logprob` always comes); llama.cpp `n_probs: 0` and TGI `top_n_tokens: 0` ask for nothing, so 0 is refused for them. A translated stream carries the upstream’s log probabilities back in the client’s shape (`logprobs.content`, the legacy completions object, `completion_probabilities`, Ollama’s per-line `logprobs`, the Responses deltas’ and output text’s `logprobs`)',
   },
   {
     family: 'n',
@@ -401,6 +401,7 @@ export const REENCODED_STREAMS_WRITE: {
     'ollama-chat',
     'ollama-generate',
     'openai-responses',
+    'tgi',
   ],
 };
 

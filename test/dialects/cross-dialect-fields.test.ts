@@ -407,9 +407,16 @@ describe('logprobs and n', () => {
       'ollama-chat',
       'ollama-generate',
       'openai-responses',
+      'tgi',
     ] as const) {
       assert.deepEqual(lost('openai-chat', upstream, asked), [], upstream);
     }
+    assert.equal(
+      (translate('openai-chat', 'tgi', asked).parameters as { top_n_tokens?: number }).top_n_tokens,
+      1,
+    );
+    // top_n_tokens 0 asks TGI for nothing: logprobs without alternatives has no counterpart there.
+    assert.deepEqual(lost('openai-chat', 'tgi', chat({ logprobs: true })), ['logprobs']);
     assert.equal(translate('openai-chat', 'openai-completions', asked).logprobs, 1);
     assert.equal(translate('openai-chat', 'llamacpp', asked).n_probs, 1);
     assert.equal(translate('openai-chat', 'ollama-chat', asked).top_logprobs, 1);

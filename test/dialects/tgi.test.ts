@@ -53,14 +53,17 @@ function reencode(fixture: string, flavor: string): string {
   });
 }
 
-/** Token ids and logprobs are not carried by the events: the encoder writes id 0 and logprob 0.0. */
-function withSyntheticTokens(wire: string): string {
+/**
+ * Without top_tokens the decoder reads no ids or logprobs, and the encoder invents none: `null`. The
+ * end-of-sequence token is not carried either: the last text token carries the details.
+ */
+function withUnknownTokens(wire: string): string {
   return wire
     .replace(
       /"token":\{"id":\d+,("text":"(?:[^"\\]|\\.)*"),"logprob":[-0-9.e]+,"special":false\}/g,
-      '"token":{"id":0,$1,"logprob":0.0,"special":false}',
+      '"token":{"id":null,$1,"logprob":null,"special":false}',
     )
-    .replace(/"logprob":[-0-9.e]+,"special":true/g, '"logprob":0.0,"special":true');
+    .replace(/"logprob":[-0-9.e]+,"special":true/g, '"logprob":null,"special":true');
 }
 
 describe('tgi decoder', () => {
@@ -229,16 +232,29 @@ describe('tgi decoder', () => {
 });
 
 describe('tgi encoder', () => {
-  it('writes the example byte for byte, but for token ids and logprobs', () => {
-    assert.equal(reencode(EXAMPLE, 'modern'), withSyntheticTokens(text(EXAMPLE)));
+  it('writes the example as TGI would, but for the unknown ids, logprobs and end-of-sequence token', () => {
+    assert.equal(
+      reencode(EXAMPLE, 'modern'),
+      'data: {"index":1,"token":{"id":null,"text":"Hi","logprob":null,"special":false},"generated_text":null,"details":null}\n\n' +
+        'data: {"index":2,"token":{"id":null,"text":" there","logprob":null,"special":false},"generated_text":"Hi there","details":{"finish_reason":"eos_token","generated_tokens":3,"seed":null,"input_length":9}}\n\n',
+    );
   });
 
   it('writes the mid-stream error byte for byte, but for token ids and logprobs', () => {
-    assert.equal(reencode(ERROR, 'modern'), withSyntheticTokens(text(ERROR)));
+    assert.equal(reencode(ERROR, 'modern'), withUnknownTokens(text(ERROR)));
   });
 
-  it("writes the example's events with the same keys, key order and value types", () => {
-    assert.deepEqual(payloads(reencode(EXAMPLE, 'modern')).map(shape), payloads(text(EXAMPLE)).map(shape));
+  it("writes the example's events with the same keys and key order", () => {
+    const ours = payloads(reencode(EXAMPLE, 'modern'));
+    const theirs = payloads(withUnknownTokens(text(EXAMPLE)));
+    assert.deepEqual(shape(ours[0]), shape(theirs[0]));
+    const last = shape(ours.at(-1)) as [string, unknown][];
+    const theirLast = shape(theirs.at(-1)) as [string, unknown][];
+    assert.deepEqual(
+      last.map(([key]) => key),
+      theirLast.map(([key]) => key),
+    );
+    assert.deepEqual(last.at(-1), theirLast.at(-1));
   });
 
   it('writes TGI 2.0 as it did: data: without the space, details without input_length, </s>', () => {
@@ -252,15 +268,15 @@ describe('tgi encoder', () => {
     const ours = payloads(wire);
     const theirs = payloads(text(LEGACY));
     // Tokens with text "" are not events, so there are fewer; each kind has the same shape.
-    assert.deepEqual(shape(ours[0]), shape(theirs[0]));
-    assert.deepEqual(shape(ours.at(-1)), shape(theirs.at(-1)));
+    assert.deepEqual(shape(ours[0]), shape(payloads(withUnknownTokens(text(LEGACY)))[0]));
+    assert.equal(theirs.length, 7);
     assert.equal(
       wire.split('\n\n').at(-2),
-      'data:{"index":4,"token":{"id":2,"text":"</s>","logprob":0.0,"special":true},"generated_text":"Hello 👋","details":{"finish_reason":"eos_token","generated_tokens":7,"seed":null}}',
+      'data:{"index":3,"token":{"id":null,"text":"👋","logprob":null,"special":false},"generated_text":"Hello 👋","details":{"finish_reason":"eos_token","generated_tokens":7,"seed":null}}',
     );
   });
 
-  it('ends a length or stop-sequence answer with an empty non-special token, never a special one', () => {
+  it('puts the details on the last text token (never an extra empty or special one)', () => {
     const events = (finish: StreamEvent): StreamEvent[] => [
       { type: 'start', id: 'x', model: 'm' },
       { type: 'reasoning', text: 'hmm' },
@@ -270,8 +286,8 @@ describe('tgi encoder', () => {
     ];
     const length = payloads(encodeEvents(tgi, events({ type: 'finish', reason: 'length', raw: 'length' })));
     assert.deepEqual(length.at(-1), {
-      index: 2,
-      token: { id: 0, text: '', logprob: 0, special: false },
+      index: 1,
+      token: { id: null, text: 'Hello', logprob: null, special: false },
       generated_text: 'Hello',
       details: { finish_reason: 'length', generated_tokens: 2, seed: null, input_length: 5 },
     });
@@ -287,7 +303,12 @@ describe('tgi encoder', () => {
       lastEvent({ type: 'finish', reason: 'stop', raw: 'word' }).details.finish_reason,
       'stop_sequence',
     );
-    assert.equal(lastEvent({ type: 'finish', reason: 'stop', raw: 'stop' }).token.text, '<|eot_id|>');
+    // No end-of-sequence token is invented after a natural end.
+    assert.equal(lastEvent({ type: 'finish', reason: 'stop', raw: 'stop' }).token.text, 'Hello');
+    assert.equal(
+      lastEvent({ type: 'finish', reason: 'stop', raw: 'stop' }).details.finish_reason,
+      'eos_token',
+    );
     // Reasoning has no field in this dialect: it is not written as text.
     assert.equal(
       fold(

@@ -4,7 +4,8 @@ import { TgiDecoder } from './decoder.ts';
 import { TGI_FLAVORS, TgiEncoder } from './encoder.ts';
 import { tgiFromBody, tgiToBody } from './request.ts';
 
-export type { TgiFlavor } from './encoder.ts';
+export type { TgiDecoderOptions } from './decoder.ts';
+export type { TgiEncoderOptions, TgiFlavor, TgiSpecialToken } from './encoder.ts';
 
 /**
  * TGI's native `POST /generate_stream`: SSE, ending on the event with a non-null `generated_text`.

@@ -22,6 +22,7 @@ const KNOWN_PARAMETERS = new Set([
   'frequency_penalty',
   'repetition_penalty',
   'grammar',
+  'top_n_tokens',
   // Read into the normalized sampling (greedy or not) and the answer's shape, which the gateway writes.
   'do_sample',
   'details',
@@ -33,7 +34,10 @@ const KNOWN_PARAMETERS = new Set([
  * `{"inputs": "...", "parameters": {...}, "stream"?: bool}`. Validated as TGI's router does:
  * `max_new_tokens`, `temperature` and `top_k` strictly positive, `top_p` strictly between 0 and 1.
  * `do_sample` (with the sampling fields) says greedy or sampled: greedy is temperature 0. `details` and
- * `decoder_input_details` shape the answer the gateway writes. `repetition_penalty` and a JSON `grammar`
+ * `decoder_input_details` shape the answer the gateway writes. `top_n_tokens: K` (K ≥ 1) is the
+ * normalized `logprobs: K`; 0 asks for nothing beyond the `logprob` every token has, so it is read as
+ * not asking (the gateway does not ask another server for log probabilities a TGI client did not name).
+ * `repetition_penalty` and a JSON `grammar`
  * (`{type: "json", value: schema}`) are normalized; TGI's other parameters (`return_full_text`, `truncate`,
  * a `regex` grammar…) travel in `extra.parameters`; other top-level fields in `extra`.
  */
@@ -69,6 +73,13 @@ export function tgiFromBody(input: unknown): ChatRequest {
       path: p('frequency_penalty'),
     });
     request.repetitionPenalty = strictlyPositive(parameters, 'repetition_penalty');
+    // Every token's own log probability comes whatever is asked; `top_n_tokens` adds K alternatives.
+    const topN = optionalNumber(parameters, 'top_n_tokens', {
+      path: p('top_n_tokens'),
+      integer: true,
+      min: 0,
+    });
+    if (topN !== undefined && topN > 0) request.logprobs = topN;
     const grammar = parameters.grammar;
     let keptGrammar: unknown;
     if (grammar !== undefined && grammar !== null) {
@@ -99,7 +110,10 @@ export function tgiFromBody(input: unknown): ChatRequest {
 /**
  * Normalized request -> TGI body (streaming). Chat turns are rendered with `renderPrompt`. Values TGI
  * would reject are translated: temperature 0 becomes greedy decoding (`do_sample: false`), and a `top_p`
- * of 1 (or ≤ 0), a `top_k` ≤ 0, a negative seed and a cap below 1 are left out. `details: true` is asked
+ * of 1 (or ≤ 0), a `top_k` ≤ 0, a negative seed and a cap below 1 are left out. `logprobs: K` is
+ * `top_n_tokens: K`, 0 included (TGI's default, which adds no `top_tokens`: every token's `logprob` comes
+ * anyway, and the decoder reads it with its `logprobs` option, set by a reader that sees the parameter).
+ * `details: true` is asked
  * for unless the request says otherwise: it is where the finish reason and the token counts come from.
  * `stream: true` lets the same body work on `POST /`.
  */
@@ -118,6 +132,9 @@ export function tgiToBody(request: ChatRequest): JsonRecord {
   if (request.frequencyPenalty !== undefined) parameters.frequency_penalty = request.frequencyPenalty;
   if (request.repetitionPenalty !== undefined && request.repetitionPenalty > 0)
     parameters.repetition_penalty = request.repetitionPenalty;
+  // 0 is TGI's default (no alternatives; every token has its logprob anyway): written all the same, so
+  // that whoever reads the stream can tell the log probabilities were asked for (TgiDecoderOptions).
+  if (request.logprobs !== undefined && request.logprobs >= 0) parameters.top_n_tokens = request.logprobs;
   if (request.responseFormat !== undefined && request.responseFormat.type !== 'text')
     parameters.grammar = { type: 'json', value: formatSchema(request.responseFormat) };
   const extra = request.extra ?? {};
