@@ -308,7 +308,8 @@ function standardRequest(
   whole: Uint8Array | undefined,
   streamed: boolean,
 ): Request {
-  // Pairs, not a Headers built by append: undici converts either, and pairs cost a fifth less.
+  // The raw headers as pairs, not a Headers built by append (undici converts either).
+  // Shape kept for speed: bench/README.md "Why the code is shaped as it is" (header pairs).
   const raw = req.rawHeaders;
   const headers: [string, string][] = [];
   for (let i = 0; i < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);

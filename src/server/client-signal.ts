@@ -1,10 +1,9 @@
 /**
  * The client's "gone" signal on an IncomingRequest: the part of an AbortSignal the gateway reads. A
- * standard AbortSignal is one. node/serve.ts passes a LightClientSignal instead: in Node 20 an
- * AbortSignal is an EventTarget with its own listener map, made transferable, about 1 KiB and 3 µs
- * (V8's sampling heap profiler and a CPU profile of the bench's gateway process, per request), and each
- * listener added and removed on it costs about 1 µs more. Code that needs a real AbortSignal (a
- * Request for a fallback handler, a resume store) gets one from `abortSignalOf`, built only then.
+ * standard AbortSignal is one. node/serve.ts passes a LightClientSignal instead, which tells the
+ * gateway the same thing: the client went away. Code that needs a real AbortSignal (a Request for a
+ * fallback handler, a resume store) gets one from `abortSignalOf`, built only then.
+ * Shape kept for speed: bench/README.md "Why the code is shaped as it is" (LightClientSignal).
  */
 export interface ClientSignal {
   readonly aborted: boolean;

@@ -1,9 +1,10 @@
-import { type Dialect, type DialectId, RequestError } from '../dialects/dialect.ts';
+import type { Dialect, DialectId } from '../dialects/dialect.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
+import { admitRequest } from './admit-request.ts';
 import { answerWhole, answerWholeAsIs } from './answer-whole.ts';
-import { withServerTemplate } from './apply-template.ts';
 import type { FlushPolicy } from './coalescer.ts';
-import { type Call, GatewayContext, type Scope } from './gateway-context.ts';
+import { endRequest } from './end-request.ts';
+import { GatewayContext, type Scope } from './gateway-context.ts';
 import { errorMessage } from './gateway-errors.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import type { GatewayTelemetryOptions, RequestTelemetry } from './gateway-telemetry.ts';
@@ -15,19 +16,17 @@ import {
   toRequest,
 } from './incoming-request.ts';
 import { ollamaTags, openAiModelList } from './model-lists.ts';
-import { outputFormat } from './output-format.ts';
 import { readRequest } from './read-request.ts';
 import { relayStream } from './relay-stream.ts';
 import { requestIdFor } from './request-id.ts';
 import { type LogLevel, type RequestLog, redactUrls } from './request-log.ts';
 import { type ResponsesCursorContext, responsesCursorRoute } from './responses-cursor.ts';
-import { resumeRoute } from './resume-route.ts';
 import type { ResumeStore } from './resume-store.ts';
 import { type SideRouteContext, sideRoute } from './side-routes.ts';
 import { randomStreamId } from './stream-id.ts';
 import { tokenCountRoute } from './token-count-route.ts';
 import type { Upstream } from './upstream.ts';
-import { forwardedHeaders, upstreamBody } from './upstream-request.ts';
+import { upstreamCall } from './upstream-call.ts';
 
 export type { GatewayTelemetryOptions } from './gateway-telemetry.ts';
 export type { EndState, LogLevel, RequestLog } from './request-log.ts';
@@ -128,7 +127,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const routes = new Map<string, Dialect>();
   for (const dialect of Object.values(DIALECTS)) for (const path of dialect.paths) routes.set(path, dialect);
 
-  /** Every dialect route: the request id, the span, then the request itself. */
+  /**
+   * Every dialect route: the request's `Scope` (its id, start, span: the state every stage reads), then
+   * its stages — admitted (admit-request.ts), read and mapped (read-request.ts), its upstream call set
+   * up (upstream-call.ts), then answered: streamed (relay-stream.ts) or whole (answer-whole.ts). Each
+   * answer ends the request once (end-request.ts: metrics, log line, span).
+   */
   async function handleRoute(
     dialect: Dialect,
     request: IncomingRequest,
@@ -146,7 +150,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     try {
       response = await handleGeneration(dialect, request, target, scope, tgiRoot);
     } catch (error) {
-      ctx.done(scope, { route: dialect.id, status: 500, outcome: 'error', error });
+      endRequest(ctx, scope, { route: dialect.id, status: 500, outcome: 'error', error });
       response = Response.json(
         { error: { message: `internal error: ${redactUrls(errorMessage(error))}`, type: 'server_error' } },
         { status: 500 },
@@ -157,101 +161,37 @@ export function createGateway(options: GatewayOptions): Gateway {
     return response;
   }
 
-  /** A generation route: checks, the body read and mapped, the upstream chosen; then the answer. */
+  /** A generation route's stages, in order; the answer's stage chosen last. */
   async function handleGeneration(
     dialect: Dialect,
     request: IncomingRequest,
-    routeTarget: RequestTarget,
+    target: RequestTarget,
     scope: Scope,
     tgiRoot: boolean,
   ): Promise<Response> {
-    try {
-      scope.format = outputFormat(routeTarget.query('format'), request.headers.get('accept'));
-    } catch (error) {
-      if (error instanceof RequestError) return ctx.reject(dialect, scope, error.status, error.message);
-      throw error;
-    }
-    if (ctx.closing)
-      return ctx.reject(dialect, scope, 503, 'the gateway is shutting down', 'unavailable_error');
-    const lastEventId = request.headers.get('last-event-id');
-    if (lastEventId !== null && lastEventId !== '')
-      return resumeRoute(ctx, dialect, lastEventId, request, scope);
-    if (request.method !== 'POST') return ctx.reject(dialect, scope, 405, `use POST for ${dialect.paths[0]}`);
-
+    const refused = admitRequest(ctx, dialect, request, target, scope);
+    if (refused !== undefined) return refused;
     const read = await readRequest(ctx, dialect, request, scope);
     if (read instanceof Response) return read;
-    const { body, chat, includePrompt, flush, upstream, upstreamDialect } = read;
-    const labels = labelSets.of(dialect.id, upstream.name);
+    const labels = labelSets.of(dialect.id, read.upstream.name);
     metrics.requests.inc(labels);
     // TGI's `POST /` streams only with `stream: true`; its /generate_stream always streams. Plain text
     // always streams: that is what it is for.
     const wantsStream =
-      scope.format === 'text' || (chat.stream ?? (tgiRoot ? false : STREAMS_BY_DEFAULT.has(dialect.id)));
-    const upstreamAbort = new AbortController();
-    // Chat turns for llama.cpp's /completion: rendered by the server's own chat template when it has one.
-    const mapped =
-      upstreamDialect.id === 'llamacpp' && dialect.id !== 'llamacpp'
-        ? await withServerTemplate(upstream, chat, Object.assign({}, upstream.headers), upstreamAbort.signal)
-        : chat;
-    const sent = upstreamBody(dialect, upstreamDialect, body, mapped);
-    const forwarded = forwardedHeaders(request, scope.requestId);
-    const upstreamUrl = `${upstream.url.replace(/\/+$/, '')}${upstreamDialect.paths[0]}`;
+      scope.format === 'text' || (read.chat.stream ?? (tgiRoot ? false : STREAMS_BY_DEFAULT.has(dialect.id)));
     const streamId = wantsStream ? randomStreamId() : undefined;
-    const trace = scope.trace;
-    trace?.describe({
-      route: dialect.id,
-      chat,
-      upstream,
-      upstreamDialect: upstreamDialect.id,
-      upstreamUrl,
-      stream: wantsStream,
-      format: scope.format,
-      streamId: scope.format === 'dialect' && dialect.framing === 'sse' ? streamId : undefined,
-    });
-    const target = {
-      url: upstreamUrl,
-      dialect: upstreamDialect.id,
-      body: sent,
-      // With tracing on, the upstream continues the trace from the gateway's upstream span. The
-      // upstream's own credentials win over anything a client sent.
-      headers: Object.assign(forwarded, trace?.startUpstream(), upstream.headers),
-    };
-    // The upstream call's abort is passed as the run's own consumer controller (RunHooks), not as a
-    // caller's signal: it belongs to this request alone, so a timed run's timeouts abort it too.
-    const runOptions = { fetch: upstream.fetch, timeouts: upstream.timeouts };
-    // The end record needs the request's model, and its prompt only when content is logged: an open
-    // stream keeps `base` to its end, so it does not keep the parsed messages otherwise.
-    const base = {
-      route: dialect.id,
-      upstream,
-      upstreamDialect: upstreamDialect.id,
-      chat: options.logContent === true ? chat : { model: chat.model },
-    };
-
-    const call: Call = {
-      dialect,
-      request,
-      scope,
-      chat,
-      upstream,
-      labels,
-      target,
-      runOptions,
-      base,
-      upstreamAbort,
-      clientBody: body,
-    };
+    const setUp = upstreamCall(ctx, dialect, request, scope, read, labels, streamId);
+    // Set up at once unless the server's chat template had to be read first (upstream-call.ts).
+    // Shape kept for speed: bench/README.md "Why the code is shaped as it is" (the upstream call's set-up).
+    const call = setUp instanceof Promise ? await setUp : setUp;
     // A non-stream request goes upstream as one where the upstream speaks the client's dialect (its
     // answer comes back as it is); otherwise the upstream streams and the gateway folds the answer.
-    if (
-      !wantsStream &&
-      dialect.id === upstreamDialect.id &&
-      dialect.id !== 'tgi' &&
-      scope.format === 'dialect'
-    )
-      return answerWholeAsIs(ctx, call);
-    if (!wantsStream) return answerWhole(ctx, call, tgiRoot);
-    return relayStream(ctx, call, streamId!, includePrompt, flush);
+    if (streamId === undefined) {
+      if (dialect.id === read.upstreamDialect.id && dialect.id !== 'tgi' && scope.format === 'dialect')
+        return answerWholeAsIs(ctx, call);
+      return answerWhole(ctx, call, tgiRoot);
+    }
+    return relayStream(ctx, call, streamId, read.includePrompt, read.flush);
   }
 
   function listModels(): string[] {
@@ -283,7 +223,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         trace: undefined,
         dropped: undefined,
       };
-      ctx.done(scope, { route: 'openai-responses', status: 200, outcome: 'resumed', streamId });
+      endRequest(ctx, scope, { route: 'openai-responses', status: 200, outcome: 'resumed', streamId });
     },
   };
 

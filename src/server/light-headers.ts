@@ -1,13 +1,11 @@
 /**
  * Headers for the responses that only tokenwire's own code reads on the per-request path: the gateway's
- * direct-only responses to `serve()` and the upstream fetch's answers to a push reader (node/undici-fetch.ts). undici's Headers
- * converts and validates every name and value through WebIDL; with the Response around it that cost
- * 3.3–4.1 µs per response in Node 20 against 1.0–1.3 µs here (a micro-benchmark of the two uses: a
- * record set, edited and iterated as `serve()` does, and an upstream answer's raw headers read for
- * `content-type`), and an allocation profile of the gateway found 6 KiB of its 78 KiB per one-token
- * request in undici. Names are lowercased; values are taken as given (this code's own, or ones the HTTP
- * parser has already parsed). Iteration is in sorted name order with each `set-cookie` value on its own, as
- * Headers iterates (property-tested against Headers).
+ * direct-only responses to `serve()` and the upstream fetch's answers to a push reader
+ * (node/undici-fetch.ts). Unlike undici's Headers it does not validate names and values: they are this
+ * code's own, or ones the HTTP parser has already parsed. Names are lowercased; values are taken as
+ * given. Iteration is in sorted name order with each `set-cookie` value on its own, as Headers iterates
+ * (property-tested against Headers).
+ * Shape kept for speed: bench/README.md "Why the code is shaped as it is" (LightHeaders).
  */
 export class LightHeaders implements Headers {
   /** Lowercase name -> value (a Map: any name, `__proto__` included, is just a name). */
@@ -163,7 +161,8 @@ export interface LightResponseInit {
 /**
  * A stand-in for a Response whose body is read another way: `body` null and `carrier` set to `value` (a
  * direct writer, a push source). For readers in this code only, which read `status`, `statusText`, `ok`,
- * `url` and `headers`: an undici Response with its Headers costs about 3 µs and 1–4 KiB per request.
+ * `url` and `headers`.
+ * Shape kept for speed: bench/README.md "Why the code is shaped as it is" (LightHeaders).
  */
 export function lightResponse(init: LightResponseInit, carrier: symbol, value: unknown): Response {
   const response = {

@@ -1,10 +1,88 @@
-import type { DialectId } from '../dialects/dialect.ts';
+import type { Dialect, DialectId } from '../dialects/dialect.ts';
 import { type ChatRequest, renderPrompt } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
-import { errorMessage } from './gateway-errors.ts';
+import type { GatewayContext, Scope } from './gateway-context.ts';
+import { errorMessage, errorResponse, upstreamFailureResponse } from './gateway-errors.ts';
 import type { OutputFormat } from './output-format.ts';
 import { type EndState, type LogLevel, levelOf, logs, type RequestLog, redactUrls } from './request-log.ts';
 import type { Upstream } from './upstream.ts';
+import type { Call } from './upstream-call.ts';
+
+/**
+ * The end of a request (the stage after the answer): its span ended with the request's figures, and its
+ * log line written when the logger's level wants it. Called once per request by whichever stage answered
+ * it — a refusal (`rejectRequest`), an upstream failure before streaming (`upstreamFailed`), a whole
+ * answer, or a stream's ending (relay-stream.ts). `GatewayContext.done()` is this function.
+ */
+export function endRequest(ctx: GatewayContext, scope: Scope, end: RequestEnd): void {
+  const figures = endFigures(end, scope.startedAt, ctx.now());
+  scope.trace?.end({
+    status: end.status,
+    endState: end.endState,
+    result: end.result,
+    error: end.error,
+    durationMs: figures.durationMs,
+    ttftMs: end.ttftMs,
+    tpotMs: figures.tpotMs,
+    outputTokens: figures.outputTokens,
+    outputTokensEstimated: figures.estimated,
+  });
+  const onLog = ctx.options.onLog;
+  if (onLog === undefined) return;
+  const record = requestLogRecord(end, figures, {
+    requestId: scope.requestId,
+    traceId: scope.trace?.traceId,
+    format: scope.format,
+    logLevel: ctx.logLevel,
+    content: ctx.options.logContent === true,
+  });
+  if (record !== undefined) onLog(record);
+}
+
+/** A request refused before any upstream call: counted, ended, and answered in its dialect's shape. */
+export function rejectRequest(
+  ctx: GatewayContext,
+  dialect: Dialect,
+  scope: Scope,
+  status: number,
+  message: string,
+  errorType?: string,
+): Response {
+  ctx.metrics.rejected.inc({ route: dialect.id, status: String(status) });
+  endRequest(ctx, scope, { route: dialect.id, status, outcome: 'rejected', error: message });
+  return errorResponse(dialect, scope.format, status, message, errorType);
+}
+
+/** An upstream that failed before its stream began: counted, ended, and answered as an HTTP error. */
+export function upstreamFailed(ctx: GatewayContext, call: Call, error: unknown): Response {
+  const { dialect, scope, labels } = call;
+  ctx.metrics.streams.inc(ctx.labelSets.with(labels, 'outcome', 'error'));
+  const response = upstreamFailureResponse(dialect, scope.format, error, scope.requestId);
+  endRequest(
+    ctx,
+    scope,
+    Object.assign({}, call.base, {
+      status: response.status,
+      outcome: 'error' as const,
+      error,
+      endState: 'error' as const,
+    }),
+  );
+  return response;
+}
+
+/** An answer's token counts, by who counted them. */
+export function countTokens(ctx: GatewayContext, labels: Record<string, string>, result: Result): void {
+  const metrics = ctx.metrics;
+  if (result.usage?.inputTokens !== undefined) metrics.inputTokens.inc(labels, result.usage.inputTokens);
+  const output = result.usage?.outputTokens ?? result.metrics.outputTokens;
+  if (output !== undefined && output > 0) {
+    metrics.outputTokens.inc(
+      ctx.labelSets.with(labels, 'source', result.metrics.outputTokensEstimated ? 'estimate' : 'server'),
+      output,
+    );
+  }
+}
 
 /** How a request ended, for its log line and its span. */
 export interface RequestEnd {
