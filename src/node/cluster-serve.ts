@@ -75,8 +75,7 @@ interface WorkerState {
  */
 export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise<number> {
   const exec = options.exec ?? defaultExec();
-  // JSON serialization (the default): a slot round trip measured 25 µs against 37 µs with 'advanced',
-  // and a stream's 22 batched appends 28 µs of worker CPU against 31 µs.
+  // JSON serialization, node:cluster's default: bench/README.md "Why the code is shaped as it is".
   cluster.setupPrimary({ exec, args: [...options.args] });
   const host = options.resumeStore === undefined ? undefined : new ResumeStoreHost(options.resumeStore);
   const states = new Map<number, WorkerState>();
