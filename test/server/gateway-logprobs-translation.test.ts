@@ -174,6 +174,20 @@ function lastSent(gateway: Gateway): { path: string; body: Record<string, unknow
   return { path: request.path, body: JSON.parse(request.body) as Record<string, unknown> };
 }
 
+/** An OpenAI chat stream's choices that carry logprobs, as [delta text, logprobs] pairs. */
+function chatChoicesWithLogprobs(text: string): unknown[][] {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('data: {'))
+    .map(
+      (line) =>
+        JSON.parse(line.slice(6)) as { choices: { delta: { content?: string }; logprobs: unknown }[] },
+    )
+    .flatMap((chunk) => chunk.choices)
+    .filter((choice) => choice.logprobs !== null && choice.logprobs !== undefined)
+    .map((choice) => [choice.delta.content, choice.logprobs]);
+}
+
 describe('logprobs translated through the gateway', () => {
   let openAiUp: Gateway;
   let ollamaUp: Gateway;
@@ -248,16 +262,7 @@ describe('logprobs translated through the gateway', () => {
     assert.equal(sent.path, '/api/chat');
     assert.equal(sent.body.logprobs, true);
     assert.equal(sent.body.top_logprobs, 2);
-    const withLogprobs = text
-      .split('\n')
-      .filter((line) => line.startsWith('data: {'))
-      .map(
-        (line) =>
-          JSON.parse(line.slice(6)) as { choices: { delta: { content?: string }; logprobs: unknown }[] },
-      )
-      .flatMap((chunk) => chunk.choices)
-      .filter((choice) => choice.logprobs !== null && choice.logprobs !== undefined)
-      .map((choice) => [choice.delta.content, choice.logprobs]);
+    const withLogprobs = chatChoicesWithLogprobs(text);
     assert.deepEqual(withLogprobs, [
       ['Hi', { content: [HI] }],
       [' there', { content: [THERE] }],
@@ -325,16 +330,7 @@ describe('logprobs translated through the gateway', () => {
     assert.equal(sent.path, '/v1/responses');
     assert.deepEqual(sent.body.include, ['message.output_text.logprobs']);
     assert.equal(sent.body.top_logprobs, 2);
-    const withLogprobs = text
-      .split('\n')
-      .filter((line) => line.startsWith('data: {'))
-      .map(
-        (line) =>
-          JSON.parse(line.slice(6)) as { choices: { delta: { content?: string }; logprobs: unknown }[] },
-      )
-      .flatMap((chunk) => chunk.choices)
-      .filter((choice) => choice.logprobs !== null && choice.logprobs !== undefined)
-      .map((choice) => [choice.delta.content, choice.logprobs]);
+    const withLogprobs = chatChoicesWithLogprobs(text);
     assert.deepEqual(withLogprobs, [
       ['Hi', { content: [HI] }],
       [' there', { content: [THERE] }],
