@@ -14,8 +14,8 @@ import {
   formatCaptureFile,
   parseCaptureFile,
   recordingBody,
-} from '../src/cli/inspect/capture-file.ts';
-import type { Recording } from '../src/cli/inspect/recording.ts';
+} from '../src/capture/capture-file.ts';
+import type { Recording } from '../src/capture/recording.ts';
 import { stream } from '../src/client/token-stream.ts';
 import { DIALECT_IDS, type DialectId } from '../src/dialects/dialect.ts';
 import { getDialect } from '../src/dialects/registry.ts';

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Recording } from '../../src/capture/recording.ts';
 import { styleFor } from '../../src/cli/cli-io.ts';
 import { analyzeRecording } from '../../src/cli/inspect/analyze-recording.ts';
 import { detectBuffering, type TimedFrame } from '../../src/cli/inspect/detect-buffering.ts';
@@ -7,7 +8,6 @@ import { diagnose } from '../../src/cli/inspect/diagnose.ts';
 import { findControlTokens } from '../../src/cli/inspect/find-control-tokens.ts';
 import { firstInvalidUtf8 } from '../../src/cli/inspect/first-invalid-utf8.ts';
 import { guessServer } from '../../src/cli/inspect/guess-server.ts';
-import type { Recording } from '../../src/cli/inspect/recording.ts';
 import { renderInspect } from '../../src/cli/inspect/render-inspect.ts';
 import { scanWire } from '../../src/cli/inspect/scan-wire.ts';
 

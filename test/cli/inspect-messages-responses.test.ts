@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import type { Recording } from '../../src/capture/recording.ts';
 import { analyzeRecording } from '../../src/cli/inspect/analyze-recording.ts';
 import { diagnose } from '../../src/cli/inspect/diagnose.ts';
 import type { Finding } from '../../src/cli/inspect/finding.ts';
 import { FINDINGS } from '../../src/cli/inspect/finding.ts';
-import type { Recording } from '../../src/cli/inspect/recording.ts';
 import { fixturePath, testOutputPath } from '../helpers/paths.ts';
 import { type ScriptServer, scriptServer } from '../helpers/script-server.ts';
 import { cli, FakeIo, type ServedSim, serveSim } from './cli-helpers.ts';

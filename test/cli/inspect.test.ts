@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { formatCaptureFile } from '../../src/cli/inspect/capture-file.ts';
+import { formatCaptureFile } from '../../src/capture/capture-file.ts';
 import type { Finding } from '../../src/cli/inspect/finding.ts';
 import { FINDINGS } from '../../src/cli/inspect/finding.ts';
 import { DIALECT_IDS, type DialectId } from '../../src/dialects/dialect.ts';

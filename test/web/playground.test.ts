@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { parseCaptureFile } from '../../src/cli/inspect/capture-file.ts';
+import { parseCaptureFile } from '../../src/capture/capture-file.ts';
 import { replayRecording } from '../../src/cli/inspect/replay-recording.ts';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { serveStatic } from '../../src/node/serve-static.ts';

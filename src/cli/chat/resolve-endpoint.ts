@@ -1,12 +1,10 @@
+import type { DialectSource } from '../../capture/recording.ts';
 import { RequestFailedError } from '../../client/client-errors.ts';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { dialectForPath, getDialect, isDialectId } from '../../dialects/registry.ts';
 import type { FetchLike } from '../../server/upstream.ts';
 import { UsageError } from '../cli-io.ts';
 import { probeUpstream } from '../probe-upstream.ts';
-
-/** How the dialect of an endpoint was decided. */
-export type DialectSource = 'flag' | 'path' | 'probe';
 
 export interface Endpoint {
   url: string;

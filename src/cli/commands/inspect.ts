@@ -1,5 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { parseCaptureFile } from '../../capture/capture-file.ts';
+import { type Recording, recordingFromBytes } from '../../capture/recording.ts';
 import { DIALECT_IDS, type DialectId } from '../../dialects/dialect.ts';
 import { getDialect, isDialectId } from '../../dialects/registry.ts';
 import type { ChatRequest } from '../../events/chat-request.ts';
@@ -8,12 +10,10 @@ import { parseNumberFlag } from '../chat/parse-number-flag.ts';
 import { resolveEndpoint } from '../chat/resolve-endpoint.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
 import { analyzeRecording } from '../inspect/analyze-recording.ts';
-import { parseCaptureFile } from '../inspect/capture-file.ts';
 import { captureStream } from '../inspect/capture-stream.ts';
 import { diagnose } from '../inspect/diagnose.ts';
 import { FINDINGS } from '../inspect/finding.ts';
 import { type FailOn, inspectReport, summarize } from '../inspect/inspect-report.ts';
-import { type Recording, recordingFromBytes } from '../inspect/recording.ts';
 import { renderInspect } from '../inspect/render-inspect.ts';
 import { joinReads } from '../inspect/scan-wire.ts';
 

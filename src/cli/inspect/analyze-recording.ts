@@ -1,3 +1,4 @@
+import type { DialectSource, Recording } from '../../capture/recording.ts';
 import { framingOfContentType, sniffFraming } from '../../client/framing.ts';
 import type { Dialect, DialectId, Framing } from '../../dialects/dialect.ts';
 import { OpenAiResponsesDecoder, type ResponsesFinding } from '../../dialects/openai-responses/decoder.ts';
@@ -5,10 +6,8 @@ import { detectDialect, getDialect } from '../../dialects/registry.ts';
 import type { ChatRequest } from '../../events/chat-request.ts';
 import type { Result } from '../../events/result.ts';
 import type { StreamEvent } from '../../events/stream-event.ts';
-import type { DialectSource } from '../chat/resolve-endpoint.ts';
 import { type BufferingVerdict, detectBuffering, type TimedFrame } from './detect-buffering.ts';
 import { guessServer, type ServerGuess } from './guess-server.ts';
-import type { Recording } from './recording.ts';
 import { replayRecording } from './replay-recording.ts';
 import { joinReads, scanWire, type WireComment, type WireFrame, type WireScan } from './scan-wire.ts';
 

@@ -1,7 +1,6 @@
+import type { LocalStall, RecordedRead, Recording, RecordingEndKind } from '../../capture/recording.ts';
 import type { FetchLike } from '../../server/upstream.ts';
 import { redactHeaders } from '../chat/parse-headers.ts';
-import type { LocalStall } from './detect-buffering.ts';
-import type { RecordedRead, Recording, RecordingEndKind } from './recording.ts';
 
 export interface CaptureOptions {
   url: string;

@@ -1,13 +1,9 @@
+import type { LocalStall } from '../../capture/recording.ts';
+
 /** A content-carrying frame: when it was whole, and in which read. */
 export interface TimedFrame {
   atMs: number;
   read: number;
-}
-
-/** A time span (ms since the request) when inspect's own process was too busy to read. */
-export interface LocalStall {
-  fromMs: number;
-  toMs: number;
 }
 
 export interface BufferingVerdict {

@@ -1,8 +1,8 @@
+import type { Recording } from '../../capture/recording.ts';
 import { runStream } from '../../client/run-stream.ts';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { getDialect } from '../../dialects/registry.ts';
 import type { Result } from '../../events/result.ts';
-import type { Recording } from './recording.ts';
 
 /**
  * What tokenwire's own client makes of a recorded exchange: the recording is played back through

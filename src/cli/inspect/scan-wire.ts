@@ -1,9 +1,9 @@
+import type { RecordedRead } from '../../capture/recording.ts';
 import type { Framing } from '../../dialects/dialect.ts';
 import type { Frame } from '../../wire/frame.ts';
 import { NdjsonDecoder } from '../../wire/ndjson-decoder.ts';
 import { SseDecoder } from '../../wire/sse-decoder.ts';
 import { firstInvalidUtf8 } from './first-invalid-utf8.ts';
-import type { RecordedRead } from './recording.ts';
 
 /** One frame on the wire: an SSE event or an NDJSON line, with where its bytes sat. */
 export interface WireFrame {

@@ -1,6 +1,13 @@
-import type { DialectId } from '../../dialects/dialect.ts';
-import type { DialectSource } from '../chat/resolve-endpoint.ts';
-import type { LocalStall } from './detect-buffering.ts';
+import type { DialectId } from '../dialects/dialect.ts';
+
+/** How the dialect of an endpoint was decided: `--dialect`, the URL path, or a probe of the server. */
+export type DialectSource = 'flag' | 'path' | 'probe';
+
+/** A time span (ms since the request) when inspect's own process was too busy to read. */
+export interface LocalStall {
+  fromMs: number;
+  toMs: number;
+}
 
 /** One network read, as it arrived. */
 export interface RecordedRead {
@@ -46,7 +53,8 @@ export interface RecordedResponse {
 /**
  * Everything `tokenwire inspect` saw of one exchange, before any interpretation: the request, the
  * response head, every read with its arrival time, and how the body ended. The diagnosis is a pure
- * function of this, so a recording from a file and one from a live server are analysed alike.
+ * function of this, so a recording from a file and one from a live server are analysed alike. Web-standard
+ * (the playground records one too and saves it as a capture file: capture-file.ts).
  */
 export interface Recording {
   source: 'live' | 'file';

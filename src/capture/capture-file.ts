@@ -1,5 +1,5 @@
-import type { DialectId } from '../../dialects/dialect.ts';
-import { DIALECT_IDS } from '../../dialects/dialect.ts';
+import type { DialectId } from '../dialects/dialect.ts';
+import { DIALECT_IDS } from '../dialects/dialect.ts';
 import type { Recording, RecordingEndKind } from './recording.ts';
 
 /** The `format` field that marks a capture file. */

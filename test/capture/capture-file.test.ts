@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatCaptureFile, parseCaptureFile, recordingBody } from '../../../src/cli/inspect/capture-file.ts';
-import type { Recording } from '../../../src/cli/inspect/recording.ts';
-import { replayRecording } from '../../../src/cli/inspect/replay-recording.ts';
+import { formatCaptureFile, parseCaptureFile, recordingBody } from '../../src/capture/capture-file.ts';
+import type { Recording } from '../../src/capture/recording.ts';
+import { replayRecording } from '../../src/cli/inspect/replay-recording.ts';
 
 const enc = (text: string) => new TextEncoder().encode(text);
 const chunk = (content: string) =>
