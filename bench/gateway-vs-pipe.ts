@@ -22,7 +22,8 @@
  * stdout: the Markdown body of the RESULTS.md section (run-all prints the heading). Progress on stderr.
  * Flags: `--rounds N` (default 3), `--levels 1,32,128`, `--at-one N` (streams one after another at c = 1,
  * default 4), `--probes N` (two-chunk streams one at a time at c = 1 that count towards TTFT only, default
- * 20), `--chunks N` (100), `--gap-ms N` (20), `--warm N` (2000), `--bin PATH`, `--proxy-flags "FLAGS"` (node flags for both proxies), `--quick`.
+ * 20), `--chunks N` (100), `--gap-ms N` (20), `--warm N` (2000), `--bin PATH`, `--proxy-flags "FLAGS"` (node flags for both proxies), `--gateway-flags "FLAGS"` (for
+ * the gateway alone), `--quick`.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -54,6 +55,10 @@ const atOne = Number(flag('--at-one', quick ? '2' : '4'));
 const chunks = Number(flag('--chunks', '100'));
 /** Node flags for both proxy processes (diagnosis, e.g. `--max-semi-space-size=4`; none by default). */
 const proxyFlags = flag('--proxy-flags', '')
+  .split(' ')
+  .filter((f) => f !== '');
+/** Node flags for the gateway alone (a V8 heap setting measured against the same pipe). */
+const gatewayFlags = flag('--gateway-flags', '')
   .split(' ')
   .filter((f) => f !== '');
 const probesAtOne = Number(flag('--probes', quick ? '10' : '20'));
@@ -240,8 +245,11 @@ process.on('exit', () => {
 function startProxy(
   args: string[],
   pickUrl: (line: string) => string,
+  flags: readonly string[] = [],
 ): Promise<{ child: ChildProcess; url: URL }> {
-  const child = spawn(process.execPath, [...proxyFlags, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...proxyFlags, ...flags, ...args], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
@@ -276,6 +284,7 @@ async function run(): Promise<string> {
   const gateway = await startProxy(
     [bin, 'serve', '--port', '0', '--upstream', upstreamUrl, '--upstream-dialect', 'openai-chat', '--json'],
     (line) => (JSON.parse(line) as { url: string }).url,
+    gatewayFlags,
   );
   // Free sockets are dropped before the servers' 5 s keep-alive timeout, so none is reused as it closes.
   const newAgent = () =>

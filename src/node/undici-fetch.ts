@@ -10,24 +10,43 @@ import {
 import { LightHeaders, lightResponse } from '../server/light-headers.ts';
 import { importOptional } from './optional-package.ts';
 
-type Undici = typeof import('undici');
+/** undici's `Agent` class: all the upstream fetch needs of undici. */
+type AgentClass = typeof import('undici').Agent;
 
-let undici: Undici | undefined;
-let loadingUndici: Promise<Undici> | undefined;
+let Agent: AgentClass | undefined;
+let loadingAgent: Promise<AgentClass> | undefined;
 
 /**
- * Loads undici (an optional peer dependency: only the upstream fetch needs it). Rejects with a
- * `MissingPackageError` naming `npm install undici` when it is not installed. `serve --upstream` and
- * `bench` await it at start-up; `createUndiciFetch` loads it at the first request otherwise.
+ * undici's `Agent` alone (its pools, clients and HTTP/1.1 parser: 23 of undici's 110 modules), not the
+ * whole package: `import('undici')` also loads its fetch, WebSocket, EventSource, cache, mock and proxy
+ * code, which the gateway never calls (memory: bench/README.md "Why the code is shaped as it is").
+ * undici 7 has no `exports` map, so the deep path resolves; if a later undici moves it, the whole
+ * package is loaded instead.
  */
-export function loadUndici(): Promise<Undici> {
-  loadingUndici ??= importOptional('undici', "tokenwire's upstream fetch", () => import('undici')).then(
-    (module) => {
-      undici = module;
-      return module;
-    },
-  );
-  return loadingUndici;
+const AGENT_MODULE = 'undici/lib/dispatcher/agent.js';
+
+async function importAgent(): Promise<AgentClass> {
+  try {
+    // A variable specifier: the deep path has no type declarations (the type is undici's own Agent).
+    return ((await import(AGENT_MODULE)) as { default: AgentClass }).default;
+  } catch {
+    // A missing package is said by the import of the package below, with its own error.
+    return (await import('undici')).Agent;
+  }
+}
+
+/**
+ * Loads undici's Agent (undici is an optional peer dependency: only the upstream fetch needs it).
+ * Rejects with a `MissingPackageError` naming `npm install undici` when it is not installed.
+ * `serve --upstream` and `bench` await it at start-up; `createUndiciFetch` loads it at the first
+ * request otherwise.
+ */
+export function loadUndici(): Promise<AgentClass> {
+  loadingAgent ??= importOptional('undici', "tokenwire's upstream fetch", importAgent).then((loaded) => {
+    Agent = loaded;
+    return loaded;
+  });
+  return loadingAgent;
 }
 
 export interface UndiciFetchOptions {
@@ -52,15 +71,15 @@ export interface UndiciFetchOptions {
  */
 export function createUndiciFetch(options: UndiciFetchOptions = {}): (request: Request) => Promise<Response> {
   const finishDrainMs = options.finishDrainMs ?? 2000;
-  const agentOf = (module: Undici): Dispatcher =>
-    new module.Agent({
+  const agentOf = (AgentOf: AgentClass): Dispatcher =>
+    new AgentOf({
       connections: options.connections ?? null,
       headersTimeout: 0,
       bodyTimeout: 0,
     });
   // undici is loaded lazily (an optional peer): the Agent is made now if it is, else at the first request.
   let dispatcher: Dispatcher | undefined =
-    options.dispatcher ?? (undici === undefined ? undefined : agentOf(undici));
+    options.dispatcher ?? (Agent === undefined ? undefined : agentOf(Agent));
   const undiciFetch = async (input: Request | string | URL, init?: RequestInit): Promise<Response> => {
     const request = typeof input === 'string' || input instanceof URL ? undefined : input;
     const href = request?.url ?? String(input);

@@ -30,6 +30,15 @@ export interface MemoryResumeStoreOptions {
   now?: (() => number) | undefined;
 }
 
+/**
+ * A finished stream in the close-ordered expiry queue: its id and when it closed, not its entry, so a
+ * stream evicted to make room (its frames) is freed at once, not when the queue's front reaches it.
+ */
+interface ClosedStream {
+  id: string;
+  closedAt: number;
+}
+
 interface Entry {
   meta: StreamMeta;
   /** The bucket of the per-client bounds ('' for streams of no known client). */
@@ -46,10 +55,10 @@ interface Entry {
 export class MemoryResumeStore implements ResumeStore {
   readonly #entries = new Map<string, Entry>();
   /** Finished streams, oldest first (entries may be stale: checked against the map). */
-  #closed: { id: string; entry: Entry }[] = [];
+  #closed: ClosedStream[] = [];
   #closedHead = 0;
   /** Finished `store: false` streams, oldest first: one shorter retention, so their own queue. */
-  #closedNoStore: { id: string; entry: Entry }[] = [];
+  #closedNoStore: ClosedStream[] = [];
   #closedNoStoreHead = 0;
   /** Each client's streams, oldest first (Map order). */
   readonly #byClient = new Map<string, Map<string, Entry>>();
@@ -117,9 +126,10 @@ export class MemoryResumeStore implements ResumeStore {
   async close(streamId: string, status: ClosingStatus): Promise<void> {
     const entry = this.#entries.get(streamId);
     if (entry === undefined) return;
+    const closedAt = this.#now();
     entry.status = status;
-    entry.closedAt = this.#now();
-    (entry.meta.noStore === true ? this.#closedNoStore : this.#closed).push({ id: streamId, entry });
+    entry.closedAt = closedAt;
+    (entry.meta.noStore === true ? this.#closedNoStore : this.#closed).push({ id: streamId, closedAt });
     wake(entry);
   }
 
@@ -173,15 +183,16 @@ export class MemoryResumeStore implements ResumeStore {
   }
 
   /** Drops the expired streams at the front of a close-ordered queue; returns the new head. */
-  #expireFront(closed: { id: string; entry: Entry }[], head: number, now: number, ttlMs: number): number {
+  #expireFront(closed: ClosedStream[], head: number, now: number, ttlMs: number): number {
     while (head < closed.length) {
       const next = closed[head]!;
-      if (this.#entries.get(next.id) !== next.entry) {
-        head += 1; // already gone
+      const entry = this.#entries.get(next.id);
+      if (entry === undefined || entry.closedAt !== next.closedAt) {
+        head += 1; // already gone (evicted to make room)
         continue;
       }
-      if (now - next.entry.closedAt! <= ttlMs) break;
-      this.#drop(next.id, next.entry);
+      if (now - next.closedAt <= ttlMs) break;
+      this.#drop(next.id, entry);
       head += 1;
     }
     return head;

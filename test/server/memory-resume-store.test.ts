@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
 import { NoSuchEventError, type StoredFrame, type StreamMeta } from '../../src/server/resume-store.ts';
 
@@ -98,5 +100,28 @@ describe('MemoryResumeStore (issue 21)', () => {
     // Without a client, the total bound still applies.
     for (let i = 0; i < 10; i++) await finished(store, `anon-${i}`);
     assert.ok(store.size <= 5, `held ${store.size}`);
+  });
+
+  it('frees a stream evicted to make room at once, not when its expiry comes (its frames are not kept)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const store = new MemoryResumeStore({ maxStreams: 2 });
+    let kept: WeakRef<StoredFrame> | undefined;
+    await (async () => {
+      await store.open('a', meta());
+      const big: StoredFrame = { seq: 1, data: 'x'.repeat(100_000) };
+      kept = new WeakRef(big);
+      store.append('a', big);
+      await store.close('a', 'complete');
+    })();
+    await finished(store, 'b');
+    await finished(store, 'c'); // full: `a`, the oldest finished, is evicted
+    assert.equal(await store.subscribe('a', 0, signal), undefined);
+    for (let i = 0; i < 5 && kept!.deref() !== undefined; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+    }
+    assert.equal(kept!.deref(), undefined, 'the evicted stream’s frame is garbage');
+    assert.deepEqual(await seqs(store, 'c', 0), [1, 2]);
   });
 });

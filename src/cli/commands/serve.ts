@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { DIALECT_IDS } from '../../dialects/dialect.ts';
-import { joinCluster, parseWorkerCount, runClusterPrimary } from '../../node/cluster-serve.ts';
 import { importOptional, requirePackages } from '../../node/optional-package.ts';
 import { DEFAULT_BODY_TIMEOUT_MS, serve } from '../../node/serve.ts';
 import { serveStatic } from '../../node/serve-static.ts';
@@ -13,9 +13,7 @@ import { MemoryResumeStore } from '../../server/memory-resume-store.ts';
 import { LOG_LEVELS, type LogLevel } from '../../server/request-log.ts';
 import type { ResumeStore } from '../../server/resume-store.ts';
 import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../../server/upstream.ts';
-import { createSim } from '../../sim/create-sim.ts';
 import { FAULTS, parseFaults } from '../../sim/faults.ts';
-import { SIM_RAW_PREFIX, simRawRoute } from '../../sim/sim-raw-route.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
 import { parseDialectList, probeUpstream } from '../probe-upstream.ts';
 
@@ -132,15 +130,17 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     io.stdout.write(SERVE_HELP);
     return 0;
   }
-  const workers = parseWorkerCount(values.workers);
+  // node:cluster and the cluster's code only when workers are asked for (a single process never needs them).
+  const clusterServe = values.workers === '1' ? undefined : await import('../../node/cluster-serve.ts');
+  const workers = clusterServe === undefined ? 1 : clusterServe.parseWorkerCount(values.workers);
   if (workers === undefined)
     throw new UsageError(`--workers needs a whole number or "auto", got ${JSON.stringify(values.workers)}`);
   // --workers: this process forks the workers and holds what they share (node/cluster-serve.ts); each
   // worker runs this command again and finds itself in the cluster.
-  const worker = workers > 1 ? joinCluster() : undefined;
-  if (workers > 1 && worker === undefined) {
+  const worker = workers > 1 ? clusterServe?.joinCluster() : undefined;
+  if (clusterServe !== undefined && workers > 1 && worker === undefined) {
     const redis = values['resume-store'] !== undefined && values['resume-store'] !== 'memory';
-    return runClusterPrimary({
+    return clusterServe.runClusterPrimary({
       workers,
       args: ['serve', ...argv],
       stdout: io.stdout,
@@ -173,6 +173,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   let upstreamText: string;
   /** The simulator's own bytes at /sim/<dialect path>: only when the simulator is the upstream. */
   let simRaw: ((request: Request) => Promise<Response> | undefined) | undefined;
+  let simRawPrefix = '';
   if (values.upstream !== undefined) {
     let url: URL;
     try {
@@ -182,6 +183,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     }
     let dialects: DialectId[];
     let models: string[] = [];
+    // llama-server (without its router) and TGI answer any model name with the one they run.
+    let anyModelName = false;
     if (values['upstream-dialect'] !== undefined) {
       dialects = parseDialectList(values['upstream-dialect']);
     } else {
@@ -193,6 +196,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       }
       dialects = probe.dialects;
       models = probe.models;
+      anyModelName = probe.server === 'llamacpp' || probe.server === 'tgi';
     }
     // undici's dispatch to the upstream (node/undici-fetch.ts): no Request, Response or Web Streams per
     // request or per chunk.
@@ -202,9 +206,14 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       dialects,
       headers: upstreamHeaders,
       models,
+      anyModelName,
       fetch: createUndiciFetch(),
       timeouts,
     };
+    // undici's HTTP parser (llhttp, WebAssembly) stays on V8's baseline compiler: TurboFan's recompile
+    // of it costs tens of MiB of RSS for no measurable speed. Set before the first connection compiles
+    // it. Measured: bench/README.md "Why the code is shaped as it is".
+    setFlagsFromString('--liftoff-only');
     // undici is an optional peer dependency: a missing one is said now, not at the first request.
     await loadUndici();
     upstreamText = `${url.origin} (${dialects.join(', ')})`;
@@ -219,6 +228,12 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       .filter((name) => name !== '');
     if (simModels.length === 0) throw new UsageError('--sim-models needs at least one model name');
     requirePackages(['gpt-tokenizer/encoding/cl100k_base'], 'The simulated model (serve without --upstream)');
+    // The simulator's code is loaded only when it is the upstream (serve --upstream never runs it).
+    const [{ createSim }, { SIM_RAW_PREFIX, simRawRoute }] = await Promise.all([
+      import('../../sim/create-sim.ts'),
+      import('../../sim/sim-raw-route.ts'),
+    ]);
+    simRawPrefix = SIM_RAW_PREFIX;
     const sim = createSim({
       models: simModels,
       // Split writes reach a browser as separate reads (the playground's raw wire view).
@@ -328,7 +343,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     io.stdout.write(`  upstream: ${upstreamText}\n`);
     if (simRaw !== undefined)
       io.stdout.write(
-        `  raw simulator (its own bytes, faults and all): ${served.url}${SIM_RAW_PREFIX}/<dialect path>\n`,
+        `  raw simulator (its own bytes, faults and all): ${served.url}${simRawPrefix}/<dialect path>\n`,
       );
     io.stdout.write(`  ${securityLine(security, values['resume-store'])}\n`);
     io.stdout.write(
