@@ -23,6 +23,12 @@ export interface MemoryResumeStoreOptions {
   /** Payload characters (UTF-16 units) kept per stream; the oldest frames go first. Default 4 Mi. */
   maxBytesPerStream?: number | undefined;
   /**
+   * Payload characters kept in all: past it, streams go as when the store is full (the client holding
+   * the most loses its oldest, finished ones first). Default 256 Mi — far above the default 1000
+   * streams of ordinary answers (about 20 KiB each), so only very long streams meet it.
+   */
+  maxBytes?: number | undefined;
+  /**
    * How long a finished stream stays resumable. Default 5 minutes; a `store: false` stream's
    * (`StreamMeta.noStore`) is at most `NO_STORE_RETAIN_MS`.
    */
@@ -63,6 +69,9 @@ export class MemoryResumeStore implements ResumeStore {
   /** Each client's streams, oldest first (Map order). */
   readonly #byClient = new Map<string, Map<string, Entry>>();
   readonly #maxStreams: number;
+  readonly #maxTotalBytes: number;
+  /** Payload characters held by every stream together. */
+  #totalBytes = 0;
   readonly #maxPerClient: number;
   readonly #maxBytes: number;
   readonly #ttlMs: number;
@@ -73,6 +82,7 @@ export class MemoryResumeStore implements ResumeStore {
     this.#maxStreams = options.maxStreams ?? 1000;
     this.#maxPerClient = options.maxStreamsPerClient ?? this.#maxStreams;
     this.#maxBytes = options.maxBytesPerStream ?? 4 * 1024 * 1024;
+    this.#maxTotalBytes = options.maxBytes ?? 256 * 1024 * 1024;
     this.#ttlMs = options.ttlMs ?? 5 * 60 * 1000;
     this.#noStoreTtlMs = Math.min(this.#ttlMs, NO_STORE_RETAIN_MS);
     this.#now = options.now ?? Date.now;
@@ -117,9 +127,13 @@ export class MemoryResumeStore implements ResumeStore {
     if (entry === undefined) return;
     entry.frames.push(frame);
     entry.bytes += frame.data.length;
+    this.#totalBytes += frame.data.length;
     while (entry.bytes > this.#maxBytes && entry.frames.length > 1) {
-      entry.bytes -= entry.frames.shift()!.data.length;
+      const dropped = entry.frames.shift()!.data.length;
+      entry.bytes -= dropped;
+      this.#totalBytes -= dropped;
     }
+    if (this.#totalBytes > this.#maxTotalBytes) this.#makeRoom(entry.client, true);
     wake(entry);
   }
 
@@ -199,12 +213,17 @@ export class MemoryResumeStore implements ResumeStore {
   }
 
   /**
-   * Full: the client holding the most streams loses its oldest (finished first), so a flood evicts the
+   * Full (in streams, or `forBytes` in payload characters): the client holding the most streams loses
+   * its oldest (finished first), so a flood evicts the
    * flooder's own streams and never a quiet client's. The opener at or past its fair share is that
    * client without a search (the flood case); otherwise the buckets are scanned (one per client).
    */
-  #makeRoom(opener: string): void {
-    while (this.#entries.size >= this.#maxStreams) {
+  #makeRoom(opener: string, forBytes = false): void {
+    while (
+      forBytes
+        ? this.#totalBytes > this.#maxTotalBytes && this.#entries.size > 1
+        : this.#entries.size >= this.#maxStreams
+    ) {
       let victim = this.#byClient.get(opener);
       if (victim === undefined || victim.size * this.#byClient.size < this.#entries.size) {
         for (const bucket of this.#byClient.values())
@@ -234,6 +253,7 @@ export class MemoryResumeStore implements ResumeStore {
 
   #drop(id: string, entry: Entry): void {
     this.#entries.delete(id);
+    this.#totalBytes -= entry.bytes;
     const bucket = this.#byClient.get(entry.client);
     if (bucket === undefined) return;
     bucket.delete(id);

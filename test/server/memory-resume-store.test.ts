@@ -124,4 +124,24 @@ describe('MemoryResumeStore (issue 21)', () => {
     assert.equal(kept!.deref(), undefined, 'the evicted stream’s frame is garbage');
     assert.deepEqual(await seqs(store, 'c', 0), [1, 2]);
   });
+
+  it('keeps its payload characters under maxBytes in all: past it the oldest finished stream goes', async () => {
+    const store = new MemoryResumeStore({ maxBytes: 250 });
+    const sized = (seq: number): StoredFrame => ({ seq, data: 'y'.repeat(100) });
+    for (const id of ['a', 'b']) {
+      await store.open(id, meta());
+      store.append(id, sized(1));
+      await store.close(id, 'complete');
+    }
+    await store.open('c', meta());
+    store.append('c', sized(1)); // 300 characters: `a`, the oldest finished, goes
+    assert.equal(await store.subscribe('a', 0, signal), undefined);
+    assert.deepEqual(await seqs(store, 'b', 0), [1]);
+    assert.equal(store.size, 2);
+    store.append('c', sized(2)); // 300 again: `b` goes, never the live stream being written
+    assert.equal(await store.subscribe('b', 0, signal), undefined);
+    assert.equal(store.size, 1);
+    await store.close('c', 'complete');
+    assert.deepEqual(await seqs(store, 'c', 0), [1, 2]);
+  });
 });
