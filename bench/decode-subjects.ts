@@ -253,6 +253,28 @@ export function tokenwireStream(dialect: DialectId): Subject {
   };
 }
 
+/** tokenwire's `stream().batches()`: the same events as `stream()`, one `await` per batch (per read). */
+export function tokenwireBatches(dialect: DialectId): Subject {
+  return {
+    id: 'tokenwire-batches',
+    label: 'tokenwire stream().batches() for-await',
+    async run(fetch) {
+      const events = stream(
+        { url: urlFor(dialect), body: { model: MODEL, messages: MESSAGES, prompt: 'Tell me about rivers.' } },
+        { fetch, maxLineBytes: 16 * 1024 * 1024 },
+      );
+      let text = '';
+      for await (const batch of events.batches())
+        for (const event of batch) if (event.type === 'text') text += event.text;
+      const result = await events.result;
+      return {
+        text,
+        problem: result.complete ? undefined : `incomplete: ${result.error?.message ?? result.incomplete}`,
+      };
+    },
+  };
+}
+
 /**
  * A careful hand-rolled client on `eventsource-parser` (what the AI SDK and many apps build on): one
  * streaming TextDecoder, the parser, JSON.parse per event, the text appended. Any SSE dialect.
@@ -399,9 +421,10 @@ export function ollamaJs(dialect: DialectId): Subject {
 
 /**
  * The subjects compared on one dialect's stream, in two groups run in separate processes: `fast` (the
- * floors, tokenwire, the hand-rolled eventsource-parser client, ollama-js) and `sdk` (the floor,
- * tokenwire, and the two SDKs that take 5-30x longer). Splitting keeps the slow runs and their heap from
- * disturbing the close comparisons, and each ratio is still taken against the floor of its own round.
+ * floors, tokenwire's complete(), stream() and stream().batches(), the hand-rolled clients, ollama-js)
+ * and `sdk` (the floor, tokenwire, and the two SDKs that take 5-30x longer). Splitting keeps the slow
+ * runs and their heap from disturbing the close comparisons, and each ratio is still taken against the
+ * floor of its own round.
  */
 export type SubjectGroup = 'fast' | 'sdk';
 
@@ -417,6 +440,7 @@ export function subjectsFor(dialect: DialectId, group: SubjectGroup = 'fast'): S
     tokenwireComplete(dialect),
     tokenwireComplete(dialect, false),
     tokenwireStream(dialect),
+    tokenwireBatches(dialect),
   ];
   // The rivals users would write or pick instead: for every dialect whose payload text we know, the
   // hand-rolled client of its framing; ollama-js on Ollama's two endpoints.

@@ -133,6 +133,13 @@ for (const report of decode.filter((r) => r.group === 'fast')) {
     measured: `${ratio(twStream.cpuRatioToFloor)} CPU time; wall ${ratio(twStream.ratioToFloor)}`,
     met: twStream.cpuRatioToFloor.median <= 1.1,
   });
+  const twBatches = subject(report, 'tokenwire-batches');
+  if (twBatches !== undefined)
+    verdicts.push({
+      target: `stream().batches() for-await ≤ 1.10× the floor's time (${where})`,
+      measured: `${ratio(twBatches.cpuRatioToFloor)} CPU time; wall ${ratio(twBatches.ratioToFloor)}`,
+      met: twBatches.cpuRatioToFloor.median <= 1.1,
+    });
   const splitter = subject(report, 'line-splitter');
   if (splitter !== undefined) {
     verdicts.push({

@@ -377,8 +377,12 @@ class StreamReader {
   /** Reads a Web Streams body: one awaited read per chunk. */
   async #readPulled(body: ReadableStream<Uint8Array>, signal: AbortSignal): Promise<void> {
     const reader = body.getReader();
+    // Set while reading waits for the consumer: an abort ends the wait (the consumer that stopped
+    // taking events may be the one aborting).
+    let resume: (() => void) | undefined;
     const onAbort = () => {
       reader.cancel(signal.reason).catch(() => {});
+      resume?.();
     };
     if (signal !== NEVER_ABORTED) signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -393,8 +397,15 @@ class StreamReader {
         if (pause !== undefined) {
           // Waiting for the consumer is not the server being idle.
           this.#deadlines.hold();
-          await pause;
+          if (signal === NEVER_ABORTED) await pause;
+          else if (!signal.aborted)
+            await new Promise<void>((resolve) => {
+              resume = resolve;
+              pause.then(resolve, resolve);
+            });
+          resume = undefined;
           this.#deadlines.release();
+          if (signal.aborted) break;
         }
       }
     } catch (error) {

@@ -11,22 +11,31 @@ export interface TracedStreamOptions extends StreamOptions {
 }
 
 export interface TokenStreamOptions extends TracedStreamOptions {
-  /** Make the event iterator throw an IncompleteStreamError after the last event of an incomplete stream. */
+  /**
+   * Make the iterator (of events or of batches) throw an IncompleteStreamError after the last event of an
+   * incomplete stream.
+   */
   throwOnIncomplete?: boolean | undefined;
 }
 
 /** Events buffered ahead of a slow consumer before reading pauses (bench/README.md, "The NDJSON path"). */
 const HIGH_WATER = 256;
 
+const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true });
+
 /**
  * A streaming response: iterate it for events as they arrive, and/or await `result`. The request is
  * sent on first use (iteration or `result`). Breaking out of the loop aborts the request, so the
  * server sees the connection close; `result` then says `aborted`, with the text so far.
+ *
+ * Iterate it once, either for events (`for await (const event of tokens)`) or for batches of them
+ * (`for await (const events of tokens.batches())`).
  */
 export class TokenStream implements AsyncIterable<StreamEvent> {
   readonly #request: StreamRequest;
   readonly #options: TokenStreamOptions;
   readonly #consumer = new AbortController();
+  /** Events decoded and not yet taken by the iterator, in order, from `#head` on. */
   #queue: StreamEvent[] = [];
   #head = 0;
   #wake: (() => void) | undefined;
@@ -51,49 +60,145 @@ export class TokenStream implements AsyncIterable<StreamEvent> {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<StreamEvent> {
-    if (this.#iterating) throw new TypeError('a TokenStream can be iterated only once');
-    this.#iterating = true;
-    const result = this.#start();
-    // Not async: a queued event resolves with no async frame (bench/README.md, "The NDJSON path").
+    const source = this.#open();
+    let ended = false;
     const wait = async (): Promise<IteratorResult<StreamEvent>> => {
-      for (;;) {
-        if (this.#head < this.#queue.length) return this.#take();
-        if (this.#finished) {
-          const final = await result;
-          if (this.#options.throwOnIncomplete === true && !final.complete) {
-            throw new IncompleteStreamError(
-              final.incomplete ?? 'unknown',
-              `the stream is incomplete (${final.incomplete}): ${final.error?.message ?? ''}`,
-            );
-          }
-          return { value: undefined, done: true };
-        }
-        await new Promise<void>((resolve) => {
-          this.#wake = resolve;
-        });
-      }
+      const queued = await source.ready();
+      if (ended) return DONE;
+      if (queued) return this.#next();
+      ended = true;
+      await source.end();
+      return DONE;
+    };
+    const step = (): Promise<IteratorResult<StreamEvent>> => {
+      if (ended) return Promise.resolve(DONE);
+      if (this.#head < this.#queue.length) return Promise.resolve(this.#next());
+      return wait();
+    };
+    // The last call not settled yet: a later call lines up behind it, so no event is lost or reordered.
+    let tail: Promise<IteratorResult<StreamEvent>> | undefined;
+    const next = (): Promise<IteratorResult<StreamEvent>> => {
+      // A queued event resolves at once, with no async frame (bench/README.md, "stream()").
+      if (tail === undefined && !ended && this.#head < this.#queue.length)
+        return Promise.resolve(this.#next());
+      const promise = tail === undefined ? step() : tail.then(step, step);
+      tail = promise;
+      const settled = () => {
+        if (tail === promise) tail = undefined;
+      };
+      promise.then(settled, settled);
+      return promise;
     };
     return {
-      next: (): Promise<IteratorResult<StreamEvent>> =>
-        this.#head < this.#queue.length ? Promise.resolve(this.#take()) : wait(),
+      next,
       return: async (): Promise<IteratorResult<StreamEvent>> => {
-        if (!this.#finished) this.#consumer.abort();
-        await result.catch(() => {});
-        return { value: undefined, done: true };
+        ended = true;
+        await source.stop();
+        return DONE;
       },
     };
   }
 
-  /** The next queued event (there is one). */
-  #take(): IteratorResult<StreamEvent> {
+  /**
+   * The same events as the event iterator, in the same order, as arrays: each batch holds every event
+   * decoded since the previous batch was taken (what one read of the body carried, or more when the
+   * consumer was slower than the network), never none. One `await` per batch instead of one per event,
+   * for a consumer that handles events in bulk (appending text, rendering once per batch). Reading
+   * pauses while more than a few hundred events wait, as with the event iterator; breaking out of the
+   * loop aborts the request; with `throwOnIncomplete` the loop throws after the last batch.
+   */
+  batches(): AsyncIterableIterator<readonly StreamEvent[]> {
+    const source = this.#open();
+    let ended = false;
+    // Calls made before the previous one settled line up behind it: no batch is lost or reordered.
+    let last: Promise<unknown> = Promise.resolve();
+    const step = async (): Promise<IteratorResult<readonly StreamEvent[]>> => {
+      if (ended) return DONE;
+      const batch = source.take() ?? ((await source.ready()) ? source.take() : undefined);
+      if (ended) return DONE;
+      if (batch !== undefined) return { value: batch, done: false };
+      ended = true;
+      await source.end();
+      return DONE;
+    };
+    const iterator: AsyncIterableIterator<readonly StreamEvent[]> = {
+      next: (): Promise<IteratorResult<readonly StreamEvent[]>> => {
+        const next = last.then(step, step);
+        last = next;
+        return next;
+      },
+      return: async (): Promise<IteratorResult<readonly StreamEvent[]>> => {
+        ended = true;
+        await source.stop();
+        return DONE;
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    };
+    return iterator;
+  }
+
+  /** Starts the request for an iterator (once) and hands it the queue. */
+  #open(): EventSource {
+    if (this.#iterating) throw new TypeError('a TokenStream can be iterated only once');
+    this.#iterating = true;
+    const result = this.#start();
+    return {
+      take: () => this.#take(),
+      ready: async () => {
+        for (;;) {
+          if (this.#head < this.#queue.length) return true;
+          if (this.#finished) return false;
+          await new Promise<void>((resolve) => {
+            this.#wake = resolve;
+          });
+        }
+      },
+      end: async () => {
+        const final = await result;
+        if (this.#options.throwOnIncomplete === true && !final.complete) {
+          throw new IncompleteStreamError(
+            final.incomplete ?? 'unknown',
+            `the stream is incomplete (${final.incomplete}): ${final.error?.message ?? ''}`,
+          );
+        }
+      },
+      stop: async () => {
+        if (!this.#finished) this.#consumer.abort();
+        await result.catch(() => {});
+      },
+    };
+  }
+
+  /** The next queued event (there is one); reading resumes once the consumer took every event. */
+  #next(): IteratorResult<StreamEvent> {
     const value = this.#queue[this.#head]!;
     this.#head += 1;
     if (this.#head === this.#queue.length) {
       this.#queue = [];
       this.#head = 0;
-      this.#drained?.();
+      this.#release();
     }
     return { value, done: false };
+  }
+
+  /** Every queued event, handed over whole, or undefined when none is queued. */
+  #take(): StreamEvent[] | undefined {
+    const queue = this.#queue;
+    const head = this.#head;
+    if (head === queue.length) return undefined;
+    this.#queue = [];
+    this.#head = 0;
+    this.#release();
+    return head === 0 ? queue : queue.slice(head);
+  }
+
+  /** The consumer took every queued event: reading goes on if it paused. */
+  #release(): void {
+    const drained = this.#drained;
+    if (drained !== undefined) {
+      this.#drained = undefined;
+      drained();
+    }
   }
 
   #start(): Promise<Result> {
@@ -134,6 +239,18 @@ export class TokenStream implements AsyncIterable<StreamEvent> {
     this.#result.catch(() => {});
     return this.#result;
   }
+}
+
+/** What an iterator reads a TokenStream's queue through. */
+interface EventSource {
+  /** Every queued event, or undefined when none is queued now. */
+  take(): StreamEvent[] | undefined;
+  /** Resolves true once an event is queued, false when the stream ended with none left. */
+  ready(): Promise<boolean>;
+  /** After the last event: throws when `throwOnIncomplete` asks for it. */
+  end(): Promise<void>;
+  /** The consumer stopped early: aborts the request if it is still running, and waits for its end. */
+  stop(): Promise<void>;
 }
 
 /** Starts a streaming request. Iterate the returned stream for events; await `.result` for the outcome. */
