@@ -1,5 +1,6 @@
 import type { FinishReason } from './finish-reason.ts';
 import type { ErrorEvent, StartEvent, StreamEvent, TokenLogprob, ToolCallEvent } from './stream-event.ts';
+import { TextAccumulator } from './text-accumulator.ts';
 import type { Timings, Usage } from './usage.ts';
 
 /**
@@ -117,16 +118,10 @@ class ChoiceBuilder {
   stopSequence: string | undefined;
 }
 
-/** Pieces of text gathered before they are joined into one flat string. */
-const TEXT_CHUNK = 128;
-
 /** Folds normalized events into a Result. Pure: the client, the gateway and the tests share it. */
 export class ResultBuilder {
-  /** Text of choice 0 up to the current chunk (see #foldText). */
-  #text = '';
-  /** The latest pieces of text, up to TEXT_CHUNK of them. */
-  #chunk = '';
-  #chunkPieces = 0;
+  /** Text of choice 0. */
+  readonly #text = new TextAccumulator();
   #reasoning = '';
   #logprobs: TokenLogprob[] | undefined;
   /** Choices other than 0, by index; undefined until one arrives. */
@@ -144,8 +139,7 @@ export class ResultBuilder {
   contentChars = 0;
 
   get text(): string {
-    if (this.#chunkPieces > 0) this.#foldText();
-    return this.#text;
+    return this.#text.text;
   }
 
   add(event: StreamEvent): void {
@@ -155,9 +149,7 @@ export class ResultBuilder {
     }
     switch (event.type) {
       case 'text':
-        this.#chunk += event.text;
-        this.#chunkPieces += 1;
-        if (this.#chunkPieces === TEXT_CHUNK) this.#foldText();
+        this.#text.add(event.text);
         this.contentChars += event.text.length;
         if (event.logprobs !== undefined) this.#logprobs = appended(this.#logprobs, event.logprobs);
         return;
@@ -190,19 +182,6 @@ export class ResultBuilder {
         this.serverError ??= event;
         return;
     }
-  }
-
-  /**
-   * Appends the current chunk to the text as one flat string, so the text is a short list of chunks
-   * rather than one rope node per piece (bench/README.md, "The Result's text").
-   */
-  #foldText(): void {
-    const chunk = this.#chunk;
-    // ToNumber flattens a rope in V8: the chunk's per-piece nodes are garbage from here on.
-    Number(chunk);
-    this.#text += chunk;
-    this.#chunk = '';
-    this.#chunkPieces = 0;
   }
 
   #addToChoice(index: number, event: StreamEvent): void {

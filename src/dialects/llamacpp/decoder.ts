@@ -1,5 +1,6 @@
 import { snippet } from '../../errors.ts';
 import type { ErrorEvent, FinishEvent, TextEvent } from '../../events/stream-event.ts';
+import { TextAccumulator } from '../../events/text-accumulator.ts';
 import type { Usage } from '../../events/usage.ts';
 import type { Frame } from '../../wire/frame.ts';
 import { parseJson } from '../../wire/parse-json.ts';
@@ -36,11 +37,11 @@ export class LlamacppDecoder implements DialectDecoder {
   /** Prompt 0 stopped. */
   #stopped = false;
   /** Prompts other than 0 (a multi-prompt request): text so far, and whether each stopped. */
-  #others: Map<number, { text: string; stopped: boolean }> | undefined;
+  #others: Map<number, { text: TextAccumulator; stopped: boolean }> | undefined;
   #errored = false;
   #inputReported = false;
   /** Text emitted so far, to tell a final `content` that repeats it from one that adds to it. */
-  #text = '';
+  readonly #text = new TextAccumulator();
   readonly #template: TextFrameTemplate | undefined;
   readonly #decodeFully = (frame: Frame, emit: Emit): void => this.#decode(frame, emit);
 
@@ -78,7 +79,7 @@ export class LlamacppDecoder implements DialectDecoder {
     }
     // The full path adds to #text itself (and then returns ''): read the result before #text.
     const text = this.#template.frame(frame, emit, this.#decodeFully);
-    if (text !== '') this.#text += text;
+    if (text !== '') this.#text.add(text);
   }
 
   #decode(frame: Frame, emit: Emit): void {
@@ -119,13 +120,13 @@ export class LlamacppDecoder implements DialectDecoder {
     this.#others ??= new Map();
     let other = this.#others.get(index);
     if (other === undefined) {
-      other = { text: '', stopped: false };
+      other = { text: new TextAccumulator(), stopped: false };
       this.#others.set(index, other);
     }
     if (other.stopped) return;
     const text = newContent(payload, stop, other.text);
     if (text !== '') {
-      other.text += text;
+      other.text.add(text);
       emit(withChoice(textEvent(text, payload), index));
     }
     if (!stop) return;
@@ -183,9 +184,10 @@ export class LlamacppDecoder implements DialectDecoder {
 
   #content(payload: JsonRecord, emit: Emit): void {
     // Called for the final event after #stopped is set: a final `content` may repeat the whole text.
+    // Only a final event can repeat the text: the text is read (and flattened) only then.
     const text = newContent(payload, this.#stopped, this.#text);
     if (text === '') return;
-    this.#text += text;
+    this.#text.add(text);
     emit(textEvent(text, payload));
   }
 
@@ -214,10 +216,12 @@ function isFinalEvent(payload: JsonRecord): boolean | undefined {
 }
 
 /** The text an event adds: its `content`, less what a final event repeats of the text so far. */
-function newContent(payload: JsonRecord, final: boolean, soFar: string): string {
+function newContent(payload: JsonRecord, final: boolean, soFar: TextAccumulator): string {
   const content = stringField(payload, 'content');
   if (content === undefined || content === '') return '';
-  return final && content.startsWith(soFar) ? content.slice(soFar.length) : content;
+  if (!final) return content;
+  const text = soFar.text;
+  return content.startsWith(text) ? content.slice(text.length) : content;
 }
 
 /** A text event with the token ids and probabilities the server sent beside it. */
