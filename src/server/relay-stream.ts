@@ -173,9 +173,9 @@ export async function relayStream(
 
   ctx.active.add(state);
   ctx.metrics.active.add(labels, 1);
-  // One handler on the run for the whole stream (every extra then/race/finally stays attached to each
-  // open stream). Until the response is returned (and the relay built), a failure is early: it goes
-  // back as an HTTP error.
+  // One handler on the run for the whole stream (each extra then/race/finally would stay attached to
+  // every open stream). Until the response is returned (and the relay built), a failure is early: it
+  // goes back as an HTTP error.
   const run = runStream(
     target,
     // An error status is not "ready": the run rejects with it right after, and it is passed on as such.

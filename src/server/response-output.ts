@@ -37,9 +37,8 @@ export function directBodyOf(body: ReadableStream<Uint8Array> | Response | null)
 
 /**
  * Set on a request by a server adapter that takes a *direct-only* response: `body` null and DIRECT_BODY
- * on the Response itself (node/serve.ts does). The gateway then builds no ReadableStream for the body:
- * ~10 µs and a few KiB per request in Node 20 (a micro-benchmark: Response + stream 12 µs, Response
- * alone 3.5 µs).
+ * on the Response itself (node/serve.ts does). The gateway then builds no ReadableStream for the body
+ * (cost: bench/README.md "Why the code is shaped as it is", Response bodies only when read).
  */
 export const TAKES_DIRECT_RESPONSE: unique symbol = Symbol.for('tokenwire.takes-direct-response') as never;
 
@@ -106,8 +105,8 @@ export class ResponseOutput {
 
   /**
    * The body for the Response; taken once, before anyone reads it. Built on first use, not in the
-   * constructor: a ReadableStream costs tens of µs in Node 20, and the gateway takes the body only after
-   * the upstream request has left (this object is made before it, on the path that delays TTFT).
+   * constructor: the gateway takes the body only after the upstream request has left (this object is
+   * made before it, on the path to the TTFT; bench/README.md, Response bodies only when read).
    */
   get body(): ReadableStream<Uint8Array> {
     if (this.#mode === 'direct') throw new TypeError('this response body was already taken directly');
@@ -141,8 +140,8 @@ export class ResponseOutput {
         if (this.#mode !== 'pending') throw new TypeError('this response body is already being read');
         this.#mode = 'direct';
         this.#writer = writer;
-        // The Response and its stream are no longer read by anyone: let them go (about 3 KiB of
-        // ReadableStream, controller and their state per open stream, seen in a heap snapshot).
+        // The Response and its stream are no longer read by anyone: let them go (they would stay with
+        // every open stream).
         this.#body = undefined;
         this.#controller = undefined;
         const held = this.#held.join('');
