@@ -5,6 +5,7 @@ import type { GatewayContext, Scope } from './gateway-context.ts';
 import { errorMessage, errorResponse, upstreamFailureResponse } from './gateway-errors.ts';
 import type { OutputFormat } from './output-format.ts';
 import { type EndState, type LogLevel, levelOf, logs, type RequestLog, redactUrls } from './request-log.ts';
+import { abbreviatedStreamId } from './stream-id.ts';
 import type { Upstream } from './upstream.ts';
 import type { Call } from './upstream-call.ts';
 
@@ -165,7 +166,7 @@ export function requestLogRecord(
   // A stream id replays the stream to whoever holds it (with no API keys): info lines carry only its
   // first 6 characters (enough to match lines up); the whole id only at debug level.
   if (end.streamId !== undefined)
-    record.streamId = context.logLevel === 'debug' ? end.streamId : `${end.streamId.slice(0, 6)}…`;
+    record.streamId = context.logLevel === 'debug' ? end.streamId : abbreviatedStreamId(end.streamId);
   if (figures.tpotMs !== undefined) record.tpotMs = figures.tpotMs;
   if (figures.estimated !== undefined) record.outputTokensEstimated = figures.estimated;
   if (context.logLevel === 'debug' && result !== undefined) {

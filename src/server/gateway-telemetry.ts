@@ -24,6 +24,7 @@ import type { ChatRequest } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
 import type { IncomingHeaders, IncomingRequest } from './incoming-request.ts';
 import { type EndState, redactUrls } from './request-log.ts';
+import { abbreviatedStreamId } from './stream-id.ts';
 import type { Upstream } from './upstream.ts';
 
 type OtelApi = typeof import('@opentelemetry/api');
@@ -331,7 +332,8 @@ export class RequestTelemetry {
     if (chat.frequencyPenalty !== undefined)
       request['gen_ai.request.frequency_penalty'] = chat.frequencyPenalty;
     if (chat.presencePenalty !== undefined) request['gen_ai.request.presence_penalty'] = chat.presencePenalty;
-    if (init.streamId !== undefined) request['tokenwire.stream_id'] = init.streamId;
+    // Abbreviated: a tracing backend sees the span, and the whole id can replay the stream.
+    if (init.streamId !== undefined) request['tokenwire.stream_id'] = abbreviatedStreamId(init.streamId);
     this.#span.setAttributes(request);
 
     const metric: Attributes = {

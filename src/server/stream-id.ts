@@ -17,3 +17,12 @@ export function randomStreamId(): string {
   randomAt += 9;
   return parts.join('');
 }
+
+/**
+ * A stream id as records outside the gateway show it (span attributes, info-level logs): its first 6
+ * characters and `…` — enough to tell streams apart, never enough to resume one (the whole id is the
+ * key to a Last-Event-ID replay when the gateway has no API keys).
+ */
+export function abbreviatedStreamId(streamId: string): string {
+  return `${streamId.slice(0, 6)}…`;
+}

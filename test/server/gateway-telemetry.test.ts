@@ -86,6 +86,8 @@ describe('gateway OpenTelemetry (in-memory exporters)', () => {
     const span = await serverSpan(id);
     checkCommon(span, result);
     assert.equal(span.attributes['tokenwire.stream.end_state'], 'completed');
+    // The whole stream id would let whoever reads the traces replay the stream: only its start is there.
+    assert.match(String(span.attributes['tokenwire.stream_id']), /^[0-9a-f]{6}…$/);
     assert.deepEqual(span.attributes['gen_ai.response.finish_reasons'], ['stop']);
     assert.equal(span.attributes['gen_ai.usage.output_tokens'], result.usage?.outputTokens);
     assert.equal(span.attributes['gen_ai.usage.input_tokens'], result.usage?.inputTokens);
