@@ -12,6 +12,7 @@ import { type ClientSignal, LightClientSignal } from '../server/client-signal.ts
 import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-request.ts';
 import { BodyError, type BodyReader, READ_BODY, WHOLE_BODY } from '../server/read-body.ts';
 import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/response-output.ts';
+import { forwardedClientAddress, trustedProxySet } from './forwarded-address.ts';
 import { NodeRequestHeaders } from './node-request-headers.ts';
 import { TurnQueue } from './turn-queue.ts';
 import { writeNow } from './write-now.ts';
@@ -38,6 +39,12 @@ export interface ServeOptions {
   bodyTimeoutMs?: number | undefined;
   /** Open connections at most; more are closed at once, unanswered (default: no limit). */
   maxConnections?: number | undefined;
+  /**
+   * Addresses of reverse proxies in front of this server whose `X-Forwarded-For` is believed: a
+   * request from one of them is from the address it forwarded for (node/forwarded-address.ts). That
+   * address is the client's for the resume store's per-client bound. Default none: the header is ignored.
+   */
+  trustProxy?: readonly string[] | undefined;
 }
 
 /** The default of ServeOptions.bodyTimeoutMs. */
@@ -63,6 +70,7 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
   const host = options.host ?? '127.0.0.1';
   const light = takesIncomingRequest(handler);
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  const trusted = trustedProxySet(options.trustProxy);
   // The authority of a request that names none (HTTP/1.0 without Host): the bound address, once known.
   let ownAuthority = host;
   const sockets = new Set<Socket>();
@@ -71,7 +79,7 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
   const starts = new TurnQueue();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     starts.run(() => {
-      handle(handler, light, req, res, ownAuthority, bodyTimeoutMs).catch((error: unknown) => {
+      handle(handler, light, req, res, ownAuthority, bodyTimeoutMs, trusted).catch((error: unknown) => {
         options.onError?.(error);
         if (!res.headersSent) {
           res.writeHead(500, { 'content-type': 'application/json' });
@@ -155,6 +163,7 @@ async function handle(
   res: ServerResponse,
   ownAuthority: string,
   bodyTimeoutMs: number,
+  trusted: ReadonlySet<string>,
 ): Promise<void> {
   const method = req.method ?? 'GET';
   if (method === 'OPTIONS' && req.url === '*') {
@@ -189,7 +198,9 @@ async function handle(
     // The handler gets the request at once, with its headers; the body is read only when it asks, with
     // its limit (server/read-body.ts): a request refused from its headers (no API key, a declared length
     // over the limit) is answered before any byte of its body is buffered.
-    response = await (handler as IncomingHandler)(lightRequest(method, url, req, gone, body));
+    const request = lightRequest(method, url, req, gone, body);
+    setClientAddress(request, clientAddress(req, trusted));
+    response = await (handler as IncomingHandler)(request);
   } else {
     // A JSON request is small: read it whole rather than through a Web Streams adapter.
     const length = Number(req.headers['content-length']);
@@ -204,7 +215,9 @@ async function handle(
         return;
       }
     }
-    response = await handler(standardRequest(method, url, req, gone.signal, whole, streamed));
+    const request = standardRequest(method, url, req, gone.signal, whole, streamed);
+    setClientAddress(request, clientAddress(req, trusted));
+    response = await handler(request);
   }
   const outHeaders: Record<string, string | string[]> = {};
   response.headers.forEach((value, key) => {
@@ -295,8 +308,6 @@ function lightRequest(
     [TAKES_DIRECT_RESPONSE]: true,
   };
   if (body !== undefined) request[READ_BODY] = (limit) => body.read(limit);
-  // The peer's address (the resume store's per-client bound without API keys): set here, never read from a header.
-  setClientAddress(request, req.socket.remoteAddress);
   return request;
 }
 
@@ -322,8 +333,15 @@ function standardRequest(
   const request = new Request(url, init);
   // The bytes are already here: the gateway reads them without the Request's stream (server/read-body.ts).
   if (whole !== undefined) (request as unknown as Record<symbol, unknown>)[WHOLE_BODY] = whole;
-  setClientAddress(request, req.socket.remoteAddress);
   return request;
+}
+
+/**
+ * The client's address (the resume store's per-client bound without API keys): the socket's peer, or,
+ * from a trusted proxy, the address it forwarded for — never read from a header otherwise.
+ */
+function clientAddress(req: IncomingMessage, trusted: ReadonlySet<string>): string | undefined {
+  return forwardedClientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], trusted);
 }
 
 function uncork(res: ServerResponse): void {

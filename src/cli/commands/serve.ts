@@ -41,6 +41,9 @@ Options:
   --allowed-host HOST         Also answer to this Host name (repeatable; '*' = any). Bound to loopback,
                               only localhost, 127.0.0.1, [::1] and --host are answered (any port); bound
                               elsewhere, any Host unless this is given. Other Hosts get 421
+  --trust-proxy ADDR          A reverse proxy in front (repeatable, e.g. 127.0.0.1): its
+                              X-Forwarded-For names the client (the resume bounds per client); without
+                              it the header is ignored
   --cors-origin ORIGIN        Let pages on ORIGIN call the API (repeatable; default: CORS off, and
                               cross-origin API requests are refused)
   --resume-store URL          Where streams are kept for Last-Event-ID resume: redis://HOST:PORT shares
@@ -102,6 +105,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'body-timeout-ms': { type: 'string' },
       'max-connections': { type: 'string' },
       'allowed-host': { type: 'string', multiple: true },
+      'trust-proxy': { type: 'string', multiple: true },
       'cors-origin': { type: 'string', multiple: true },
       'resume-store': { type: 'string' },
       'resume-max-streams': { type: 'string' },
@@ -317,7 +321,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   try {
     served = await serve(
       worker === undefined ? handler : worker.handler(handler, () => gateway.metrics.render()),
-      { host: values.host, port, bodyTimeoutMs, maxConnections },
+      { host: values.host, port, bodyTimeoutMs, maxConnections, trustProxy: values['trust-proxy'] },
     );
   } catch (error) {
     await gateway.close();
