@@ -1,6 +1,7 @@
 import { getDialect } from '../dialects/registry.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { Upstream } from './upstream.ts';
+import { upstreamUrl } from './upstream-side-call.ts';
 
 /** Upstreams that answered that they have no `/apply-template` (not a llama-server): asked once. */
 const WITHOUT_TEMPLATE_ROUTE = new WeakSet<Upstream>();
@@ -27,7 +28,7 @@ export async function withServerTemplate(
   let answer: Response;
   try {
     answer = await (upstream.fetch ?? fetch)(
-      new Request(`${upstream.url.replace(/\/+$/, '')}/apply-template`, {
+      new Request(upstreamUrl(upstream, '/apply-template'), {
         method: 'POST',
         headers: Object.assign({ 'content-type': 'application/json' }, headers),
         body: JSON.stringify({ messages: openAiMessages }),

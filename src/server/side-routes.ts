@@ -8,6 +8,7 @@ import { type OutputFormat, outputFormat } from './output-format.ts';
 import { BodyError, readJsonBody } from './read-body.ts';
 import type { Upstream } from './upstream.ts';
 import { pickUpstream } from './upstream-request.ts';
+import { callUpstreamAside, copyUpstreamAnswer } from './upstream-side-call.ts';
 
 /** The gateway's version: `/api/version`, `/props` `build_info`, TGI `/info` `version` (package.json's). */
 export const GATEWAY_VERSION = '0.1.0';
@@ -169,7 +170,7 @@ async function health(context: SideRouteContext): Promise<Response> {
     await answer.body?.cancel();
     return Response.json({ status: 'ok' });
   }
-  return copy(answer);
+  return copyUpstreamAnswer(answer);
 }
 
 function unavailable(message: string): Response {
@@ -323,7 +324,7 @@ async function passThrough(
     await answer.body?.cancel();
     return undefined;
   }
-  return copy(answer);
+  return copyUpstreamAnswer(answer);
 }
 
 /** Ollama's errors are `{"error": "…"}` JSON; gin's missing route is plain text. */
@@ -331,30 +332,10 @@ function isOllamaError(answer: Response): boolean {
   return (answer.headers.get('content-type') ?? '').includes('application/json');
 }
 
-async function callUpstream(
-  upstream: Upstream,
-  method: string,
-  path: string,
-  body?: string,
-): Promise<Response | undefined> {
+function callUpstream(upstream: Upstream, method: string, path: string, body?: string) {
   const headers: Record<string, string> = Object.assign({}, upstream.headers);
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const init: RequestInit = { method, headers, signal: AbortSignal.timeout(PASS_THROUGH_TIMEOUT_MS) };
-  if (body !== undefined) init.body = body;
-  try {
-    return await (upstream.fetch ?? fetch)(new Request(`${upstream.url.replace(/\/+$/, '')}${path}`, init));
-  } catch {
-    return undefined;
-  }
-}
-
-/** The upstream's status, content type and body; nothing else of its headers (its `server`, its CORS). */
-async function copy(answer: Response): Promise<Response> {
-  const headers: Record<string, string> = {};
-  const type = answer.headers.get('content-type');
-  if (type !== null) headers['content-type'] = type;
-  const bytes = await answer.arrayBuffer();
-  return new Response(bytes.byteLength === 0 ? null : bytes, { status: answer.status, headers });
+  return callUpstreamAside(upstream, path, { method, headers, body }, PASS_THROUGH_TIMEOUT_MS);
 }
 
 /** gin's `c.JSON`: Go's escaping, `application/json; charset=utf-8`. */

@@ -6,6 +6,7 @@ import { BodyError, readJsonBody } from './read-body.ts';
 import { requestIdFor } from './request-id.ts';
 import type { Upstream } from './upstream.ts';
 import { forwardedHeaders, pickUpstream } from './upstream-request.ts';
+import { callUpstreamAside, copyUpstreamAnswer } from './upstream-side-call.ts';
 
 /** What the counting routes need of the gateway. */
 export interface TokenCountContext {
@@ -102,7 +103,7 @@ async function count(
   const headers = countHeaders(request, upstream);
   if (upstream.dialects.includes(dialect.id)) {
     const answer = await callUpstream(upstream, `${dialect.paths[0]}${route.suffix}`, body, headers);
-    if (answer !== undefined && !isMissing(answer.status)) return copy(answer);
+    if (answer !== undefined && !isMissing(answer.status)) return copyUpstreamAnswer(answer);
     await answer?.body?.cancel();
   }
   const other = ROUTES.find((candidate) => candidate.dialect !== route.dialect)!;
@@ -194,31 +195,16 @@ function countHeaders(request: IncomingRequest, upstream: Upstream): Record<stri
   return Object.assign(headers, upstream.headers, { 'content-type': 'application/json' });
 }
 
-async function callUpstream(
+function callUpstream(
   upstream: Upstream,
   path: string,
   body: Record<string, unknown>,
   headers: Record<string, string>,
-): Promise<Response | undefined> {
-  try {
-    return await (upstream.fetch ?? fetch)(
-      new Request(`${upstream.url.replace(/\/+$/, '')}${path}`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(COUNT_TIMEOUT_MS),
-      }),
-    );
-  } catch {
-    return undefined;
-  }
-}
-
-/** The upstream's status, content type and body; nothing else of its headers (its `server`, its CORS). */
-async function copy(answer: Response): Promise<Response> {
-  const headers: Record<string, string> = {};
-  const type = answer.headers.get('content-type');
-  if (type !== null) headers['content-type'] = type;
-  const bytes = await answer.arrayBuffer();
-  return new Response(bytes.byteLength === 0 ? null : bytes, { status: answer.status, headers });
+) {
+  return callUpstreamAside(
+    upstream,
+    path,
+    { method: 'POST', headers, body: JSON.stringify(body) },
+    COUNT_TIMEOUT_MS,
+  );
 }

@@ -9,6 +9,7 @@ import type { IncomingRequest } from './incoming-request.ts';
 import type { ReadRequest } from './read-request.ts';
 import type { Upstream } from './upstream.ts';
 import { forwardedHeaders, upstreamBody } from './upstream-request.ts';
+import { upstreamUrl } from './upstream-side-call.ts';
 
 /**
  * A generation request, read, mapped and routed, with its upstream call set up: what answering it
@@ -71,20 +72,20 @@ function setUp(
   const { body, chat, upstream, upstreamDialect } = read;
   const sent = upstreamBody(dialect, upstreamDialect, body, mapped);
   const forwarded = forwardedHeaders(request, scope.requestId);
-  const upstreamUrl = `${upstream.url.replace(/\/+$/, '')}${upstreamDialect.paths[0]}`;
+  const url = upstreamUrl(upstream, upstreamDialect.paths[0]!);
   const trace = scope.trace;
   trace?.describe({
     route: dialect.id,
     chat,
     upstream,
     upstreamDialect: upstreamDialect.id,
-    upstreamUrl,
+    upstreamUrl: url,
     stream: streamId !== undefined,
     format: scope.format,
     streamId: scope.format === 'dialect' && dialect.framing === 'sse' ? streamId : undefined,
   });
   const target = {
-    url: upstreamUrl,
+    url,
     dialect: upstreamDialect.id,
     body: sent,
     // With tracing on, the upstream continues the trace from the gateway's upstream span. The
