@@ -1,4 +1,5 @@
 import type { DialectId } from '../dialects/dialect.ts';
+import { listsModel } from '../dialects/model-not-found.ts';
 import { getDialect } from '../dialects/registry.ts';
 import { goJsonStringify } from '../wire/go-json.ts';
 import { abortSignalOf } from './client-signal.ts';
@@ -7,7 +8,7 @@ import type { IncomingRequest, RequestTarget } from './incoming-request.ts';
 import { type OutputFormat, outputFormat } from './output-format.ts';
 import { BodyError, readJsonBody } from './read-body.ts';
 import type { Upstream } from './upstream.ts';
-import { pickUpstream } from './upstream-request.ts';
+import { pickUpstream } from './upstream-for-model.ts';
 import { callUpstreamAside, copyUpstreamAnswer } from './upstream-side-call.ts';
 
 /** The gateway's version: `/api/version`, `/props` `build_info`, TGI `/info` `version` (package.json's). */
@@ -287,8 +288,7 @@ async function openAiModel(encoded: string, context: SideRouteContext): Promise<
 /** Whether `model` (or its base before a `@` suffix) is served; true when some upstream lists no models. */
 function knows(context: SideRouteContext, model: string): boolean {
   if (context.upstreams.some((u) => u.models === undefined || u.models.length === 0)) return true;
-  const models = context.models();
-  return models.includes(model) || models.includes(model.split('@')[0] ?? model);
+  return listsModel(context.models(), model);
 }
 
 function firstSpeaking(context: SideRouteContext, dialects: readonly DialectId[]): Upstream | undefined {

@@ -5,7 +5,8 @@ import type { IncomingRequest, RequestTarget } from './incoming-request.ts';
 import { BodyError, readJsonBody } from './read-body.ts';
 import { requestIdFor } from './request-id.ts';
 import type { Upstream } from './upstream.ts';
-import { forwardedHeaders, pickUpstream } from './upstream-request.ts';
+import { pickUpstream } from './upstream-for-model.ts';
+import { forwardedHeaders } from './upstream-request.ts';
 import { callUpstreamAside, copyUpstreamAnswer } from './upstream-side-call.ts';
 
 /** What the counting routes need of the gateway. */

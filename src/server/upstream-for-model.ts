@@ -16,8 +16,21 @@ export function upstreamForModel(
   client: DialectId,
 ): Upstream | undefined {
   if (model === undefined) return upstreams[0];
-  const listing = upstreams.find((u) => u.models !== undefined && listsModel(u.models, model));
+  const listing = upstreamListing(upstreams, model);
   if (listing !== undefined) return listing;
   if (servesAnyModelName(client)) return upstreams[0];
   return upstreams.find((u) => u.anyModelName === true || u.models === undefined || u.models.length === 0);
+}
+
+/** The first upstream that lists `model` (`listsModel`: `@` suffixes and Ollama's `:latest` included). */
+export function upstreamListing(upstreams: readonly Upstream[], model: string): Upstream | undefined {
+  return upstreams.find((u) => u.models !== undefined && listsModel(u.models, model));
+}
+
+/**
+ * The upstream for a side route or a token count naming `model`: the one that lists it, else the first
+ * (those routes answer "model not found" themselves where their server would).
+ */
+export function pickUpstream(upstreams: readonly Upstream[], model: string | undefined): Upstream {
+  return (model === undefined ? undefined : upstreamListing(upstreams, model)) ?? upstreams[0]!;
 }

@@ -1,7 +1,6 @@
 import type { Dialect } from '../dialects/dialect.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { IncomingRequest } from './incoming-request.ts';
-import type { Upstream } from './upstream.ts';
 
 /** Request headers passed on to the upstream: tracing, request ids, and the simulator's fault controls. */
 const FORWARDED_HEADERS = [
@@ -11,18 +10,6 @@ const FORWARDED_HEADERS = [
   'x-tokenwire-fault',
   'x-tokenwire-flavor',
 ];
-
-/** The first upstream that serves the model (`name` or `name@tag` base), else the first one. */
-export function pickUpstream(upstreams: readonly Upstream[], model: string | undefined): Upstream {
-  if (model !== undefined) {
-    const base = model.split('@')[0];
-    const match = upstreams.find(
-      (u) => u.models?.includes(model) || (base !== undefined && u.models?.includes(base)),
-    );
-    if (match !== undefined) return match;
-  }
-  return upstreams[0]!;
-}
 
 /**
  * The body sent upstream: the client's own body when the dialects match (streaming, usage asked for),

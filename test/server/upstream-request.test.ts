@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { getDialect } from '../../src/dialects/registry.ts';
 import type { Upstream } from '../../src/server/upstream.ts';
-import { forwardedHeaders, pickUpstream, upstreamBody } from '../../src/server/upstream-request.ts';
+import { pickUpstream } from '../../src/server/upstream-for-model.ts';
+import { forwardedHeaders, upstreamBody } from '../../src/server/upstream-request.ts';
 
 const upstream = (name: string, models?: string[]): Upstream => ({
   name,
