@@ -243,10 +243,11 @@ async function handle(
   if (direct !== undefined) {
     // The headers leave now, with whatever the stream has already (the SSE retry line) and the text
     // from upstream bytes that came with the upstream's headers: their read is handled in a tick queued
-    // before this one ends, so uncorking in a tick queued here sends all of it in one write.
+    // before this one ends, and its text written in a microtask that read queues (response-output.ts),
+    // so uncorking in a microtask queued from a tick queued here sends all of it in one write.
     res.cork();
     res.flushHeaders();
-    process.nextTick(uncork, res);
+    process.nextTick(uncorkAfterMicrotasks, res);
     // The gateway's streams: text straight to the socket, no Web Streams queue in between.
     const attachment = direct.attach({
       write: (text) => writeNow(res, text),
@@ -344,8 +345,8 @@ function clientAddress(req: IncomingMessage, trusted: ReadonlySet<string>): stri
   return forwardedClientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], trusted);
 }
 
-function uncork(res: ServerResponse): void {
-  res.uncork();
+function uncorkAfterMicrotasks(res: ServerResponse): void {
+  queueMicrotask(() => res.uncork());
 }
 
 /**

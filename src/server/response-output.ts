@@ -177,9 +177,9 @@ export class ResponseOutput {
     if (this.#gone || this.#ended) return;
     switch (this.#mode) {
       case 'direct':
-        // The events of one upstream read leave in one write, at the end of that read's work (the
-        // upstream reader asks `backpressure` after each read) or of this tick: one string per socket
-        // write instead of one per event, each of which node:http frames and queues on its own.
+        // The events of one upstream read leave in one write, in a microtask queued now: it runs once
+        // every piece of that read is handled. One string per socket write instead of one per event (or
+        // per HTTP chunk of the upstream's), each of which node:http frames and writes on its own.
         if (this.#pending === '') queueMicrotask(this.#flush);
         this.#pending += text;
         return;
@@ -220,7 +220,9 @@ export class ResponseOutput {
   /** A promise while the client is behind, so the upstream read can wait; undefined otherwise. */
   backpressure(): Promise<void> | undefined {
     if (this.#gone || this.#ended) return undefined;
-    this.#flush();
+    // No flush here: the text of every piece of one upstream read leaves in the write `write` queued,
+    // once that read's pieces are all handled (a read under load carries several: one write per piece
+    // was one syscall each). A socket found full then pauses the read after it.
     const behind =
       this.#mode === 'direct'
         ? this.#socketFull
