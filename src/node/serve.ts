@@ -10,7 +10,14 @@ import { Readable } from 'node:stream';
 import { setClientAddress } from '../server/client-identity.ts';
 import { type ClientSignal, LightClientSignal } from '../server/client-signal.ts';
 import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-request.ts';
-import { BodyError, type BodyReader, READ_BODY, WHOLE_BODY } from '../server/read-body.ts';
+import {
+  BodyError,
+  type BodyReader,
+  type BodyStreamer,
+  READ_BODY,
+  STREAM_BODY,
+  WHOLE_BODY,
+} from '../server/read-body.ts';
 import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/response-output.ts';
 import { forwardedClientAddress, trustedProxySet } from './forwarded-address.ts';
 import { NodeRequestHeaders } from './node-request-headers.ts';
@@ -299,7 +306,11 @@ function lightRequest(
   signal: ClientSignal,
   body: BodyReading | undefined,
 ): IncomingRequest {
-  const request: IncomingRequest & { [READ_BODY]?: BodyReader; [TAKES_DIRECT_RESPONSE]: true } = {
+  const request: IncomingRequest & {
+    [READ_BODY]?: BodyReader;
+    [STREAM_BODY]?: BodyStreamer;
+    [TAKES_DIRECT_RESPONSE]: true;
+  } = {
     method,
     url,
     headers: new NodeRequestHeaders(req.headers),
@@ -308,7 +319,10 @@ function lightRequest(
     // This adapter writes a streamed body to the socket itself: a direct-only response will do.
     [TAKES_DIRECT_RESPONSE]: true,
   };
-  if (body !== undefined) request[READ_BODY] = (limit) => body.read(limit);
+  if (body !== undefined) {
+    request[READ_BODY] = (limit) => body.read(limit);
+    request[STREAM_BODY] = () => body.stream();
+  }
   return request;
 }
 
@@ -397,11 +411,49 @@ class BodyReading {
     return this.#read;
   }
 
-  async #start(limit: number): Promise<Uint8Array> {
-    if (this.#declared !== undefined && this.#declared > limit) throw tooLarge(limit);
+  /**
+   * The body as a Web stream, read as its consumer pulls: for a handler that wants a standard Request.
+   * Not read before it asks (100 Continue only then); a body that does not arrive within the timeout
+   * errors the stream with the 408.
+   */
+  stream(): ReadableStream<Uint8Array> {
+    const req = this.#req;
+    let stop = () => {};
+    return new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          this.#askForBody();
+          stop = this.#listen({
+            chunk: (chunk) => {
+              controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+              if ((controller.desiredSize ?? 1) <= 0) req.pause();
+            },
+            end: () => controller.close(),
+            // The stream fails, the connection stays: the handler can still answer.
+            fail: (error) => controller.error(error),
+          });
+        },
+        pull: () => {
+          req.resume();
+        },
+        cancel: () => {
+          stop();
+          req.pause();
+        },
+      },
+      { highWaterMark: 1 },
+    );
+  }
+
+  #askForBody(): void {
     const expect = this.#req.headers.expect;
     if (expect !== undefined && expect.toLowerCase() === '100-continue' && !this.#res.headersSent)
       this.#res.writeContinue();
+  }
+
+  async #start(limit: number): Promise<Uint8Array> {
+    if (this.#declared !== undefined && this.#declared > limit) throw tooLarge(limit);
+    this.#askForBody();
     await undefined;
     if (this.#timedOut) throw this.#timeoutError();
     const req = this.#req;
@@ -417,37 +469,58 @@ class BodyReading {
     return new Promise((resolve, reject) => {
       const parts: Buffer[] = [];
       let size = 0;
-      const cleanup = () => {
-        req.off('data', onData);
-        req.off('end', onEnd);
-        req.off('error', onError);
-        req.off('aborted', onAborted);
-        this.#fail = undefined;
-      };
-      const fail = (error: Error) => {
-        cleanup();
-        // The rest is not read: the answer goes out with `connection: close` (see handle()).
-        req.pause();
-        reject(error);
-      };
-      const onData = (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > limit) fail(tooLarge(limit));
-        else parts.push(chunk);
-      };
-      const onEnd = () => {
-        cleanup();
-        resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-      };
-      const onError = (error: Error) => fail(error);
-      const onAborted = () =>
-        fail(new BodyError(400, 'body-incomplete', 'the client left before its body ended'));
-      this.#fail = fail;
-      req.on('data', onData);
-      req.on('end', onEnd);
-      req.on('error', onError);
-      req.on('aborted', onAborted);
+      const stop = this.#listen({
+        chunk: (chunk) => {
+          size += chunk.length;
+          if (size <= limit) parts.push(chunk);
+          else {
+            stop();
+            // The rest is not read: the answer goes out with `connection: close` (see handle()).
+            req.pause();
+            reject(tooLarge(limit));
+          }
+        },
+        end: () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)),
+        fail: reject,
+      });
     });
+  }
+
+  /**
+   * Follows the body's chunks to its end or its failure (a stream error, the client leaving mid-body,
+   * the body timeout); after `end` or `fail` nothing more is heard, and the rest is left unread.
+   * Returns the way to stop listening.
+   */
+  #listen(to: { chunk(chunk: Buffer): void; end(): void; fail(error: Error): void }): () => void {
+    const req = this.#req;
+    const stop = () => {
+      req.off('data', to.chunk);
+      req.off('end', onEnd);
+      req.off('error', fail);
+      req.off('aborted', onAborted);
+      this.#fail = undefined;
+    };
+    const onEnd = () => {
+      stop();
+      to.end();
+    };
+    const fail = (error: Error) => {
+      stop();
+      req.pause();
+      to.fail(error);
+    };
+    const onAborted = () =>
+      fail(new BodyError(400, 'body-incomplete', 'the client left before its body ended'));
+    if (this.#timedOut) {
+      fail(this.#timeoutError());
+      return stop;
+    }
+    this.#fail = fail;
+    req.on('data', to.chunk);
+    req.on('end', onEnd);
+    req.on('error', fail);
+    req.on('aborted', onAborted);
+    return stop;
   }
 
   #expire(): void {

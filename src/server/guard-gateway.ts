@@ -150,8 +150,10 @@ export function guardGateway(
     return withCors(copy(response, body), corsOrigin);
   }
 
-  // The guard reads only what an IncomingRequest has: it takes one when the handler it guards does.
-  if (takesIncoming) markTakesIncomingRequest(guarded);
+  // The guard reads only what an IncomingRequest has: it takes one whatever it guards, so a server
+  // adapter leaves the body unread until a request is admitted (a handler that wants a standard Request
+  // gets one then, its body streamed: toRequest).
+  markTakesIncomingRequest(guarded);
   return Object.assign(guarded, { inFlight: () => admission.inFlight });
 }
 

@@ -1,5 +1,5 @@
 import { abortSignalOf, type ClientSignal } from './client-signal.ts';
-import { type BodyReader, READ_BODY, WHOLE_BODY } from './read-body.ts';
+import { type BodyReader, type BodyStreamer, READ_BODY, STREAM_BODY, WHOLE_BODY } from './read-body.ts';
 
 /** The part of `Headers` the gateway reads. A standard `Headers` is one. */
 export interface IncomingHeaders {
@@ -54,9 +54,14 @@ export function toRequest(request: IncomingRequest): Request {
   const holder = request as unknown as Record<symbol, unknown>;
   const whole = holder[WHOLE_BODY];
   const readBody = holder[READ_BODY];
+  const streamBody = holder[STREAM_BODY];
   if (request.method !== 'GET' && request.method !== 'HEAD') {
     if (whole instanceof Uint8Array) init.body = whole;
-    else if (typeof readBody === 'function') {
+    else if (typeof streamBody === 'function') {
+      // Read as the Request's body is, with no buffer or limit of ours: its reader's.
+      init.body = (streamBody as BodyStreamer)();
+      init.duplex = 'half';
+    } else if (typeof readBody === 'function') {
       // A body not read yet (node/serve.ts reads it when asked): read when the Request's body is.
       init.body = new ReadableStream<Uint8Array>({
         async pull(controller) {

@@ -75,6 +75,15 @@ export type BodyReader = (limit: number) => Promise<Uint8Array>;
 export const READ_BODY: unique symbol = Symbol.for('tokenwire.read-body') as never;
 
 /**
+ * The body as a stream, read as its consumer pulls (no buffering, no limit: the consumer's own), for
+ * code that wants a standard Request (a user's handler behind the guard). Set beside READ_BODY.
+ */
+export type BodyStreamer = () => ReadableStream<Uint8Array>;
+
+/** Set by a server adapter on a request whose body is read only when asked: a BodyStreamer. */
+export const STREAM_BODY: unique symbol = Symbol.for('tokenwire.stream-body') as never;
+
+/**
  * The deepest nesting of arrays and objects a request body may have. Real requests nest a few levels
  * (messages, content parts, tool schemas: tens at most); deeper ones only serve to exhaust the stack of
  * code that walks the value recursively (issue 21: 5000 levels gave a 502 "Maximum call stack size

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { type ServedHandler, type ServeOptions, serve } from '../../src/node/serve.ts';
 import type { GatewayOptions } from '../../src/server/create-gateway.ts';
-import { createGuardedGateway, type GuardOptions } from '../../src/server/guard-gateway.ts';
+import { createGuardedGateway, type GuardOptions, guardGateway } from '../../src/server/guard-gateway.ts';
 import { jsonNestingDepth, MAX_JSON_NESTING } from '../../src/server/read-body.ts';
 import type { RequestLog } from '../../src/server/request-log.ts';
 import { createSim } from '../../src/sim/index.ts';
@@ -214,6 +214,70 @@ describe('serve hardening: the body is not read before the key and the limit are
     const exchange = await raw.all();
     assert.match(exchange, /^HTTP\/1\.1 200 OK\r\n/);
     assert.match(exchange, /data: \[DONE\]/);
+  });
+});
+
+describe("serve hardening: a guard in front of the user's own handler", { timeout: 20_000 }, () => {
+  // A handler not marked TAKES_INCOMING_REQUEST wants a standard Request: the guard in front of it
+  // still decides from the headers before any body byte is asked for, then hands the body on as a stream.
+  let s: { port: number };
+  const seen: { isRequest: boolean; body: string }[] = [];
+  before(async () => {
+    const handler = guardGateway(
+      async (request: Request) => {
+        try {
+          seen.push({ isRequest: request instanceof Request, body: await request.text() });
+        } catch (error) {
+          seen.push({ isRequest: true, body: `failed: ${(error as Error).message}` });
+          return new Response('body failed', { status: 400 });
+        }
+        return new Response('handled');
+      },
+      { apiKeys: [KEY] },
+    );
+    const served = await serve(handler, { bodyTimeoutMs: 1000 });
+    closers.push(() => served.close());
+    s = { port: served.port };
+  });
+
+  it('answers 401 from the headers alone, sending no 100 Continue and reading no body', async () => {
+    const raw = new Raw(s.port);
+    raw.write(post('/v1/chat/completions', ['Expect: 100-continue', 'Content-Length: 8388608'], s.port));
+    const sentWithHeaders = raw.sentBytes;
+    const head = await raw.head();
+    assert.match(head, /^HTTP\/1\.1 401 /, 'no 100 Continue before the 401');
+    assert.equal(raw.sentBytes, sentWithHeaders);
+    assert.equal(seen.length, 0);
+  });
+
+  it('gives an admitted request to the handler as a standard Request with its body', async () => {
+    const raw = new Raw(s.port);
+    raw.write(
+      post(
+        '/v1/chat/completions',
+        ['Expect: 100-continue', `X-API-Key: ${KEY}`, `Content-Length: ${chat.length}`, 'Connection: close'],
+        s.port,
+      ),
+    );
+    await raw.until((r) => r.text.includes('\r\n\r\n'));
+    assert.match(raw.text, /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+    raw.write(chat);
+    const exchange = await raw.all();
+    assert.match(exchange, /\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
+    assert.match(bodyOf(bodyOf(exchange)), /\bhandled\r\n/);
+    assert.deepEqual(seen, [{ isRequest: true, body: chat }]);
+  });
+
+  it("errors the handler's body read when the body does not arrive within the body timeout", async () => {
+    const raw = new Raw(s.port);
+    raw.write(post('/v1/chat/completions', [`X-API-Key: ${KEY}`, 'Content-Length: 200'], s.port));
+    raw.write('{"model":"sim",');
+    const exchange = await raw.all();
+    assert.match(exchange, /^HTTP\/1\.1 400 /);
+    assert.deepEqual(seen.at(-1), {
+      isRequest: true,
+      body: 'failed: the request body did not arrive within 1000 ms',
+    });
   });
 });
 
