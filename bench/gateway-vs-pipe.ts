@@ -22,7 +22,8 @@
  * stdout: the Markdown body of the RESULTS.md section (run-all prints the heading). Progress on stderr.
  * Flags: `--rounds N` (default 3), `--levels 1,32,128`, `--at-one N` (streams one after another at c = 1,
  * default 4), `--probes N` (two-chunk streams one at a time at c = 1 that count towards TTFT only, default
- * 20), `--chunks N` (100), `--gap-ms N` (20), `--warm N` (2000), `--bin PATH`, `--proxy-flags "FLAGS"` (node flags for both proxies), `--gateway-flags "FLAGS"` (for
+ * 20), `--start-rounds N` (bursts of 128 one-token streams measuring what a request start costs, default
+ * 12), `--chunks N` (100), `--gap-ms N` (20), `--warm N` (2000), `--bin PATH`, `--proxy-flags "FLAGS"` (node flags for both proxies), `--gateway-flags "FLAGS"` (for
  * the gateway alone), `--quick`.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -62,6 +63,8 @@ const gatewayFlags = flag('--gateway-flags', '')
   .split(' ')
   .filter((f) => f !== '');
 const probesAtOne = Number(flag('--probes', quick ? '10' : '20'));
+/** Rounds of the request-start phase: bursts of 128 one-token streams, pipe and tokenwire alternating. */
+const startRounds = Number(flag('--start-rounds', quick ? '4' : '12'));
 const gapMs = Number(flag('--gap-ms', '20'));
 const warm = Number(flag('--warm', quick ? '300' : '2000'));
 const bin = flag('--bin', fileURLToPath(new URL('../src/cli/bin.js', import.meta.url)));
@@ -120,8 +123,8 @@ const upstream = http.createServer((req, res) => {
       const maxTokens = (JSON.parse(body) as { max_tokens?: unknown }).max_tokens;
       if (typeof maxTokens === 'number' && maxTokens > 0) n = maxTokens;
     } catch {}
-    // Warm-up streams go at once; measured ones 20 ms apart, each due at a fixed time (no drift).
-    const gap = id.startsWith('warm-') ? 0 : gapMs;
+    // Warm-up and request-start streams go at once; measured ones 20 ms apart, each due at a fixed time.
+    const gap = id.startsWith('warm-') || id.startsWith('start-') ? 0 : gapMs;
     const sent: number[] = [];
     sendLog.set(id, { receivedAt, sent });
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -274,6 +277,38 @@ async function stopProxy(child: ChildProcess): Promise<void> {
 
 // ---------------------------------------------------------------- the run
 
+interface StartFigures {
+  subject: PipeSubject;
+  cpuUsPerRequest: number | undefined;
+  requestLegP50: number | undefined;
+}
+
+function startsMarkdown(starts: StartFigures[]): string[] {
+  if (starts.length === 0) return [];
+  const of = (subject: PipeSubject) => starts.find((s) => s.subject === subject);
+  const pipe = of('pipe');
+  const gateway = of('tokenwire');
+  const direct = of('direct');
+  const added = (s: StartFigures | undefined) =>
+    s?.requestLegP50 === undefined || direct?.requestLegP50 === undefined
+      ? undefined
+      : s.requestLegP50 - direct.requestLegP50;
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b <= 0 ? '–' : `${fmt(a / b)}×`;
+  return [
+    `Request starts (${startRounds} bursts of 128 one-token streams per subject, the upstream answering at once, subjects alternating): CPU per request, start to end, over all bursts; the request leg's p50 in a burst (client → upstream), median over bursts, and what the proxy adds to direct's.`,
+    '',
+    '| subject | CPU per one-token request | request leg p50 in a burst of 128 | added to direct |',
+    '|---|---|---|---|',
+    ...[pipe, gateway].map(
+      (s) =>
+        `| ${s!.subject} | ${s!.cpuUsPerRequest === undefined ? '–' : `${fmt(s!.cpuUsPerRequest, 0)} µs`} | ${s!.requestLegP50 === undefined ? '–' : `${fmt(s!.requestLegP50)} ms`} | ${added(s) === undefined ? '–' : `+${fmt(added(s)!)} ms`} |`,
+    ),
+    `| tokenwire ÷ pipe | ${ratio(gateway?.cpuUsPerRequest, pipe?.cpuUsPerRequest)} | ${ratio(gateway?.requestLegP50, pipe?.requestLegP50)} | ${ratio(added(gateway), added(pipe))} |`,
+    '',
+  ];
+}
+
 /** The whole run: the section's Markdown. */
 async function run(): Promise<string> {
   const began = monoMs();
@@ -331,11 +366,49 @@ async function run(): Promise<string> {
     return cellFigures(subject, level, round, streams, proxy, probes);
   }
 
+  /**
+   * What a request start costs each proxy: bursts of 128 one-token streams (the upstream answers at
+   * once), subjects alternating; CPU over all rounds per request (request, two chunks, the end), and the
+   * request leg's p50 in each burst (the median over rounds): the c = 128 TTFT is these starts queueing.
+   */
+  async function measureStarts(): Promise<StartFigures[]> {
+    const burst = 128;
+    const cpu = { pipe: 0, tokenwire: 0, direct: 0 };
+    const legs: Record<PipeSubject, number[]> = { pipe: [], tokenwire: [], direct: [] };
+    for (let round = 0; round < startRounds; round++) {
+      const order: PipeSubject[] =
+        round % 2 === 0 ? ['tokenwire', 'pipe', 'direct'] : ['direct', 'pipe', 'tokenwire'];
+      for (const subject of order) {
+        const target = targets[subject];
+        const before = target.pid === undefined ? undefined : procStat(target.pid).cpuUs;
+        const streams = await Promise.all(
+          Array.from({ length: burst }, (_, i) =>
+            runStream(target.url, target.agent, `start-${subject}-${round}-${i}`, 1),
+          ),
+        );
+        if (target.pid !== undefined && before !== undefined)
+          cpu[subject] += procStat(target.pid).cpuUs - before;
+        const leg = streams
+          .filter((st) => st.receivedAt !== undefined && st.error === undefined)
+          .map((st) => st.receivedAt! - st.sentAt)
+          .sort((a, b) => a - b);
+        if (leg.length > 0) legs[subject].push(leg[Math.floor(leg.length / 2)]!);
+      }
+    }
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+    return (['pipe', 'tokenwire', 'direct'] as const).map((subject) => ({
+      subject,
+      cpuUsPerRequest: subject === 'direct' ? undefined : cpu[subject] / (burst * startRounds),
+      requestLegP50: median(legs[subject]),
+    }));
+  }
+
   // What each process holds before any request (its code and baseline heap), and after the warm-up.
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const rssAtStart = { pipe: rssSplit(pipe.child.pid!), tokenwire: rssSplit(gateway.child.pid!) };
   let rssAfterWarm = rssAtStart;
   const cells: PipeCell[] = [];
+  let starts: StartFigures[] = [];
   try {
     for (const subject of SUBJECTS) {
       const target = targets[subject];
@@ -368,6 +441,7 @@ async function run(): Promise<string> {
         `round ${round}/${rounds} done (${fmt((monoMs() - began) / 1000, 0)} s, load ${os.loadavg()[0]!.toFixed(2)})`,
       );
     }
+    starts = await measureStarts();
   } finally {
     await Promise.all([stopProxy(pipe.child), stopProxy(gateway.child)]);
     upstream.close();
@@ -390,6 +464,7 @@ async function run(): Promise<string> {
     '',
     `RSS before any request (its anonymous part, not mapped files, in brackets): tokenwire ${mib(rssAtStart.tokenwire.rss)} (${mib(rssAtStart.tokenwire.anon)}) MiB, pipe ${mib(rssAtStart.pipe.rss)} (${mib(rssAtStart.pipe.anon)}) MiB; after the warm-up: ${mib(rssAfterWarm.tokenwire.rss)} (${mib(rssAfterWarm.tokenwire.anon)}) and ${mib(rssAfterWarm.pipe.rss)} (${mib(rssAfterWarm.pipe.anon)}) MiB.`,
     '',
+    ...startsMarkdown(starts),
     '| target | measured (tokenwire vs pipe) | met |',
     '|---|---|:---:|',
     ...verdicts.map((v) => `| ${v.target} | ${v.measured} | ${v.met ? 'yes' : '**no**'} |`),
