@@ -19,7 +19,8 @@ import type { Recording } from '../src/capture/recording.ts';
 import { stream } from '../src/client/token-stream.ts';
 import { DIALECT_IDS, type DialectId } from '../src/dialects/dialect.ts';
 import { getDialect } from '../src/dialects/registry.ts';
-import type { ChatMessage, ChatRequest, ToolDefinition } from '../src/events/chat-request.ts';
+import { fieldRow } from '../src/dialects/request-field-table.ts';
+import type { ChatImage, ChatMessage, ChatRequest, ToolDefinition } from '../src/events/chat-request.ts';
 import type { Result, StreamMetrics } from '../src/events/result.ts';
 import type { StreamEvent } from '../src/events/stream-event.ts';
 import type { Timings, Usage } from '../src/events/usage.ts';
@@ -252,7 +253,11 @@ async function send(promptOverride?: string): Promise<void> {
   const messages: ChatMessage[] = [];
   const system = systemInput.value.trim();
   if (system !== '') messages.push({ role: 'system', content: system });
-  messages.push(...history, { role: 'user', content: prompt });
+  const turn: ChatMessage = { role: 'user', content: prompt };
+  // The picked image goes with this prompt only, in the dialect's own shape (its request mapping).
+  const image = takesImages(dialect.id) ? await attachedImage() : undefined;
+  if (image !== undefined) turn.images = [image];
+  messages.push(...history, turn);
   const request: ChatRequest = { messages, includeUsage: true };
   const model = modelInput.value.trim();
   if (model !== '') request.model = model;
@@ -280,8 +285,6 @@ async function send(promptOverride?: string): Promise<void> {
   const path = dialect.paths[0]!.slice(1);
   // A relative URL, so the page also works behind a proxy that mounts the gateway under a prefix.
   const url = new URL(raw ? `${SIM_PREFIX}${path}` : path, window.location.href);
-  const image = takesImages(dialect.id) ? await attachedImage() : undefined;
-  const body = image === undefined ? undefined : withImage(dialect.id, dialect.toRequestBody(request), image);
   const run = startRun(dialect.id, prompt);
   promptInput.value = '';
   imageInput.value = '';
@@ -290,9 +293,7 @@ async function send(promptOverride?: string): Promise<void> {
   );
   run.recording.request = { method: 'POST', url: url.href, headers: redact(headers) };
   const tokens = stream(
-    body === undefined
-      ? { url, dialect: dialect.id, request, headers }
-      : { url, dialect: dialect.id, body, headers },
+    { url, dialect: dialect.id, request, headers },
     {
       // Stop aborts the fetch: the connection closes and the gateway aborts its upstream.
       signal: run.controller.signal,
@@ -442,9 +443,9 @@ function clearCurrent(): void {
   currentPrompt.hidden = true;
 }
 
-/** The dialects whose requests carry images: OpenAI chat's image parts, Ollama chat's `images`. */
+/** The dialects whose requests carry images (the request field table's `images` row). */
 function takesImages(dialect: string): boolean {
-  return dialect === 'openai-chat' || dialect === 'ollama-chat';
+  return typeof fieldRow('images')?.wire[dialect as DialectId] === 'string';
 }
 
 function showImageSupport(): void {
@@ -454,34 +455,14 @@ function showImageSupport(): void {
 }
 
 /** The picked image as base64 with its media type, or undefined when none is picked. */
-async function attachedImage(): Promise<{ mediaType: string; base64: string } | undefined> {
+async function attachedImage(): Promise<ChatImage | undefined> {
   const file = imageInput.files?.[0];
   if (file === undefined) return undefined;
   const bytes = new Uint8Array(await file.arrayBuffer());
-  return {
-    mediaType: file.type === '' ? 'application/octet-stream' : file.type,
-    base64: bytesToBase64(bytes),
-  };
-}
-
-/** The dialect's body with the image added to the last user turn. */
-function withImage(
-  dialect: string,
-  body: Record<string, unknown>,
-  image: { mediaType: string; base64: string },
-): Record<string, unknown> {
-  const messages = body.messages as Record<string, unknown>[] | undefined;
-  const last = messages?.at(-1);
-  if (last === undefined) return body;
-  if (dialect === 'openai-chat') {
-    last.content = [
-      { type: 'text', text: String(last.content ?? '') },
-      { type: 'image_url', image_url: { url: `data:${image.mediaType};base64,${image.base64}` } },
-    ];
-  } else {
-    last.images = [image.base64];
-  }
-  return body;
+  const image: ChatImage = { data: bytesToBase64(bytes) };
+  // With no type the mapping reads it from the bytes where a dialect needs one (Anthropic's media_type).
+  if (file.type !== '') image.mediaType = file.type;
+  return image;
 }
 
 // ---- one run --------------------------------------------------------------------------------------

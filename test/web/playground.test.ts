@@ -638,40 +638,65 @@ describe('playground page (headless Chromium)', () => {
     },
   );
 
-  browserTest("an image goes with the prompt: OpenAI chat's image part, Ollama chat's images", async () => {
+  browserTest('an image goes with the prompt, in the shape of each dialect that takes images', async () => {
     // A 1×1 PNG.
     const png = Buffer.from(
       'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
       'base64',
     );
+    const base64 = png.toString('base64');
     const bodies: Record<string, unknown>[] = [];
     const onRequest = (request: { url(): string; postData(): string | null }) => {
-      if (/\/(v1\/chat\/completions|api\/chat)$/.test(request.url()))
+      if (/\/(v1\/chat\/completions|api\/chat|api\/generate|v1\/messages|v1\/responses)$/.test(request.url()))
         bodies.push(JSON.parse(request.postData() ?? '{}'));
     };
     page.on('request', onRequest);
+    const dialects = [
+      'openai-chat',
+      'ollama-chat',
+      'ollama-generate',
+      'anthropic-messages',
+      'openai-responses',
+    ];
     try {
-      for (const dialect of ['openai-chat', 'ollama-chat']) {
+      for (const dialect of dialects) {
         await open(dialect);
         await page.setInputFiles('#image', { name: 'dot.png', mimeType: 'image/png', buffer: png });
         await page.fill('#prompt', 'What is in this picture?');
         await send();
-        assert.equal(await settled(), 'finished');
+        assert.equal(await settled(), 'finished', dialect);
         assert.equal(await page.inputValue('#image'), '', 'the image went with this prompt only');
       }
-      const [openai, ollama] = bodies as [
-        { messages: { content: unknown }[] },
-        { messages: { content: string; images?: string[] }[] },
+      type Turn = { content?: unknown; images?: string[] };
+      const [openai, ollama, generate, messages, responses] = bodies as [
+        { messages: Turn[] },
+        { messages: Turn[] },
+        { prompt: string; images?: string[] },
+        { messages: Turn[] },
+        { input: Turn[] },
       ];
+      assert.equal(bodies.length, dialects.length);
       assert.deepEqual(openai.messages.at(-1)?.content, [
         { type: 'text', text: 'What is in this picture?' },
-        { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } },
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${base64}` } },
       ]);
       assert.equal(ollama.messages.at(-1)?.content, 'What is in this picture?');
-      assert.deepEqual(ollama.messages.at(-1)?.images, [png.toString('base64')]);
+      assert.deepEqual(ollama.messages.at(-1)?.images, [base64]);
+      assert.equal(generate.prompt, 'What is in this picture?');
+      assert.deepEqual(generate.images, [base64]);
+      assert.deepEqual(messages.messages.at(-1)?.content, [
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: base64 } },
+        { type: 'text', text: 'What is in this picture?' },
+      ]);
+      assert.deepEqual(responses.input.at(-1)?.content, [
+        { type: 'input_text', text: 'What is in this picture?' },
+        { type: 'input_image', image_url: `data:image/png;base64,${base64}` },
+      ]);
       // Dialects without images: the picker is off.
-      await page.selectOption('#dialect', 'tgi');
-      assert.equal(await page.isDisabled('#image'), true);
+      for (const dialect of ['tgi', 'llamacpp', 'openai-completions']) {
+        await page.selectOption('#dialect', dialect);
+        assert.equal(await page.isDisabled('#image'), true, dialect);
+      }
     } finally {
       page.off('request', onRequest);
     }
