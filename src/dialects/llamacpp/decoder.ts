@@ -13,6 +13,26 @@ import { type DecoderOptions, type DialectDecoder, DialectError, type Emit } fro
 import { parseLlamacppTimings } from '../llamacpp-family/llamacpp-timings.ts';
 
 /**
+ * What a partial event carries that the decoder does not read, and that changes from event to event:
+ * `tokens_predicted` counts up (the final event's count is the one read), and with `timings_per_token`
+ * each partial event has a progress snapshot of `timings` (only the final event's are read). A text
+ * frame read through the template (the frame's `tokens` become the text event's `tokenIds`) may have any
+ * number there; every other field must be byte for byte the learned frame's.
+ */
+const PARTIAL_IGNORED_KEYS: readonly string[] = [
+  '"tokens_predicted":',
+  '"cache_n":',
+  '"prompt_n":',
+  '"prompt_ms":',
+  '"prompt_per_token_ms":',
+  '"prompt_per_second":',
+  '"predicted_n":',
+  '"predicted_ms":',
+  '"predicted_per_token_ms":',
+  '"predicted_per_second":',
+];
+
+/**
  * Decodes llama-server's native `/completion` stream (wire-formats.md §4.2): `data: {json}` events, no
  * `[DONE]`; the last event has `"stop": true`. Reads both final-event shapes: `stop_type` (Dec 2024 on)
  * and the `stopped_eos` / `stopped_word` / `stopped_limit` flags (before, and in forks), and the
@@ -46,9 +66,10 @@ export class LlamacppDecoder implements DialectDecoder {
   readonly #decodeFully = (frame: Frame, emit: Emit): void => this.#decode(frame, emit);
 
   constructor(options: DecoderOptions = {}) {
-    // `tokens_predicted` counts up on every partial event; the final event's count is the one read.
     this.#template =
-      options.frameTemplates === false ? undefined : new TextFrameTemplate(['"tokens_predicted":']);
+      options.frameTemplates === false
+        ? undefined
+        : new TextFrameTemplate(PARTIAL_IGNORED_KEYS, { tokenIdsKey: '"tokens":' });
   }
 
   get complete(): boolean {
