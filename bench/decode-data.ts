@@ -25,31 +25,40 @@ export interface DecodeStream {
 const LATIN = [0, 6, 7, 1, 0, 7];
 const NON_LATIN = [2, 3, 4, 5];
 
+/** One streamed piece of text and the ids of the tokens that spelled it. */
+export interface AnswerPiece {
+  text: string;
+  tokenIds: number[];
+}
+
 /**
- * The pieces of text an answer of `count` tokens streams, cut by the real cl100k BPE tokenizer the
+ * The pieces of text an answer of `count` pieces streams, cut by the real cl100k BPE tokenizer the
  * simulator uses. A token that ends inside a UTF-8 character releases nothing; its bytes go out with
- * the next one (as vLLM does), so every piece is non-empty.
+ * the next one (as vLLM does), so every piece is non-empty, and carries the ids of both.
  */
-export async function answerPieces(count: number): Promise<string[]> {
+export async function answerPieces(count: number): Promise<AnswerPiece[]> {
   const tokenizer = await loadTokenizer();
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-  const paragraphTokens = (index: number): Uint8Array[] => {
+  const paragraphTokens = (index: number): number[] => {
     const paragraph = CORPUS[index]!;
-    const text = paragraph.sentences.join(paragraph.joiner) + PARAGRAPH_BREAK;
-    return tokenizer.encode(text).map((token) => tokenizer.tokenBytes(token));
+    return tokenizer.encode(paragraph.sentences.join(paragraph.joiner) + PARAGRAPH_BREAK);
   };
-  const cycle: Uint8Array[][] = [];
+  const cycle: number[][] = [];
   for (const latin of LATIN) cycle.push(paragraphTokens(latin));
   const nonLatin = NON_LATIN.map(paragraphTokens);
-  const pieces: string[] = [];
+  const pieces: AnswerPiece[] = [];
+  let held: number[] = [];
   let round = 0;
   while (pieces.length < count) {
     const groups = [...cycle, nonLatin[round % nonLatin.length]!];
     round += 1;
     for (const group of groups) {
-      for (const bytes of group) {
-        const piece = decoder.decode(bytes, { stream: true });
-        if (piece !== '') pieces.push(piece);
+      for (const token of group) {
+        held.push(token);
+        const text = decoder.decode(tokenizer.tokenBytes(token), { stream: true });
+        if (text === '') continue;
+        pieces.push({ text, tokenIds: held });
+        held = [];
         if (pieces.length === count) return pieces;
       }
     }
@@ -57,11 +66,14 @@ export async function answerPieces(count: number): Promise<string[]> {
   return pieces;
 }
 
+/** Dialects whose servers put the token ids on every streamed piece (llama-server since Dec 2024). */
+const SENDS_TOKEN_IDS: ReadonlySet<DialectId> = new Set(['llamacpp']);
+
 /**
  * Writes the pieces as `dialect`'s server would (its default encoder flavor: vLLM for the OpenAI
  * dialects), with the start, the finish and usage, and frames them as SSE events or NDJSON lines.
  */
-export function encodeStream(dialect: DialectId, pieces: readonly string[]): DecodeStream {
+export function encodeStream(dialect: DialectId, pieces: readonly AnswerPiece[]): DecodeStream {
   const d = getDialect(dialect);
   let clock = Date.UTC(2026, 0, 15, 12, 0, 0);
   const encoder = d.createEncoder({
@@ -85,7 +97,9 @@ export function encodeStream(dialect: DialectId, pieces: readonly string[]): Dec
     { type: 'start', id: 'chatcmpl-bench0123456789abcdef', model: 'meta-llama/Llama-3.1-8B-Instruct' },
   ];
   for (const event of events) encoder.event(event, sink);
-  for (const text of pieces) encoder.event({ type: 'text', text }, sink);
+  const withIds = SENDS_TOKEN_IDS.has(dialect);
+  for (const { text, tokenIds } of pieces)
+    encoder.event(withIds ? { type: 'text', text, tokenIds } : { type: 'text', text }, sink);
   encoder.flush?.(sink);
   encoder.event({ type: 'finish', reason: 'stop', raw: 'stop' }, sink);
   encoder.event({ type: 'usage', usage: { inputTokens: 24, outputTokens: pieces.length } }, sink);
@@ -93,7 +107,7 @@ export function encodeStream(dialect: DialectId, pieces: readonly string[]): Dec
   return {
     dialect,
     bytes: Buffer.from(parts.join(''), 'utf8'),
-    expectedText: pieces.join(''),
+    expectedText: pieces.map((piece) => piece.text).join(''),
     contentEvents: pieces.length,
     frames,
   };
