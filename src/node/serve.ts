@@ -84,18 +84,22 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
   // Requests that arrive together start one per event-loop turn (turn-queue.ts): open streams' chunks
   // are relayed between them instead of after all of them.
   const starts = new TurnQueue();
+  // Responses whose bodies are being written: what a start held to its turn makes room for.
+  const streaming = { count: 0 };
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     starts.run(() => {
-      handle(handler, light, req, res, ownAuthority, bodyTimeoutMs, trusted).catch((error: unknown) => {
-        options.onError?.(error);
-        if (!res.headersSent) {
-          res.writeHead(500, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ error: { message: 'internal error', type: 'server_error' } }));
-        } else {
-          res.destroy();
-        }
-      });
-    });
+      handle(handler, light, req, res, ownAuthority, bodyTimeoutMs, trusted, streaming).catch(
+        (error: unknown) => {
+          options.onError?.(error);
+          if (!res.headersSent) {
+            res.writeHead(500, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ error: { message: 'internal error', type: 'server_error' } }));
+          } else {
+            res.destroy();
+          }
+        },
+      );
+    }, streaming.count > 0);
   };
   const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, onRequest);
   // `Expect: 100-continue`: node:http would send 100 Continue at once; the body is asked for only when
@@ -171,6 +175,7 @@ async function handle(
   ownAuthority: string,
   bodyTimeoutMs: number,
   trusted: ReadonlySet<string>,
+  streaming: { count: number },
 ): Promise<void> {
   const method = req.method ?? 'GET';
   if (method === 'OPTIONS' && req.url === '*') {
@@ -246,6 +251,13 @@ async function handle(
   if (response.body === null && direct === undefined) {
     res.end();
     return;
+  }
+  // Counted until the response closes (a response already closed has nothing left to stream).
+  if (!res.destroyed) {
+    streaming.count += 1;
+    res.once('close', () => {
+      streaming.count -= 1;
+    });
   }
   if (direct !== undefined) {
     // The headers leave now, with whatever the stream has already (the SSE retry line) and the text

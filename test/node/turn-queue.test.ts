@@ -35,6 +35,23 @@ describe('TurnQueue', () => {
     assert.equal(queue.waiting, 0);
   });
 
+  it('runs tasks that need not make room at once, and behind a burst already waiting, in order', async () => {
+    const queue = new TurnQueue();
+    const order: string[] = [];
+    // Nothing to make room for (no response is streaming): a burst starts back to back.
+    for (const name of ['a', 'b', 'c']) queue.run(() => order.push(name), false);
+    assert.deepEqual(order, ['a', 'b', 'c']);
+    assert.equal(queue.waiting, 0);
+    // A burst that defers; a task that would not defer still waits behind it, never ahead.
+    queue.run(() => order.push('d'));
+    queue.run(() => order.push('e'));
+    queue.run(() => order.push('f'), false);
+    assert.deepEqual(order, ['a', 'b', 'c', 'd']);
+    await nextTurn();
+    await nextTurn();
+    assert.deepEqual(order, ['a', 'b', 'c', 'd', 'e', 'f']);
+  });
+
   it('runs at once again after a burst drained', async () => {
     const queue = new TurnQueue();
     queue.run(() => {});
