@@ -4,6 +4,7 @@ import type { DialectDecoder } from '../../src/dialects/dialect.ts';
 import { llamacpp } from '../../src/dialects/llamacpp/index.ts';
 import type { StreamEvent } from '../../src/events/stream-event.ts';
 import type { Frame } from '../../src/wire/frame.ts';
+import { outcome } from '../helpers/decode.ts';
 
 /**
  * llama-server's native stream read through the decoder's TextFrameTemplate: every build since Dec 2024
@@ -46,18 +47,6 @@ function countingParses<T>(fn: () => T): { value: T; parses: number } {
     return { value: fn(), parses };
   } finally {
     JSON.parse = original;
-  }
-}
-
-type Outcome = { events: StreamEvent[] } | { error: string };
-
-function outcome(decoder: DialectDecoder, frame: Frame): Outcome {
-  const events: StreamEvent[] = [];
-  try {
-    decoder.frame(frame, (event) => events.push(event));
-    return { events };
-  } catch (error) {
-    return { error: (error as Error).message };
   }
 }
 

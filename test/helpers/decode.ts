@@ -1,7 +1,14 @@
-import type { Dialect, EncoderOptions, FrameKind, MidStreamError } from '../../src/dialects/dialect.ts';
+import type {
+  Dialect,
+  DialectDecoder,
+  EncoderOptions,
+  FrameKind,
+  MidStreamError,
+} from '../../src/dialects/dialect.ts';
 import { frameText } from '../../src/dialects/frame-text.ts';
 import { StreamDecoder } from '../../src/dialects/stream-decoder.ts';
 import type { StreamEvent } from '../../src/events/stream-event.ts';
+import type { Frame } from '../../src/wire/frame.ts';
 
 export interface Decoded {
   events: StreamEvent[];
@@ -50,4 +57,17 @@ export function encodeEvents(
   if (ending.kind === 'complete') encoder.end(sink);
   else if (ending.kind === 'error') encoder.error(ending.error, sink);
   return out;
+}
+
+/** What a decoder makes of one frame: its events, or the message of the error it threw. */
+export type Outcome = { events: StreamEvent[] } | { error: string };
+
+export function outcome(decoder: DialectDecoder, frame: Frame): Outcome {
+  const events: StreamEvent[] = [];
+  try {
+    decoder.frame(frame, (event) => events.push(event));
+    return { events };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
 }

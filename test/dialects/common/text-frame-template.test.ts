@@ -3,30 +3,18 @@ import { readdirSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { TextFrameTemplate } from '../../../src/dialects/common/text-frame-template.ts';
-import type { DialectDecoder } from '../../../src/dialects/dialect.ts';
 import { DIALECTS } from '../../../src/dialects/registry.ts';
 import type { StreamEvent } from '../../../src/events/stream-event.ts';
 import type { Frame } from '../../../src/wire/frame.ts';
 import { NdjsonDecoder } from '../../../src/wire/ndjson-decoder.ts';
 import { SseDecoder } from '../../../src/wire/sse-decoder.ts';
+import { outcome } from '../../helpers/decode.ts';
 import { fixturePath, readFixture } from '../../helpers/paths.ts';
 
 /**
  * The template path must be invisible: for every frame, a decoder reading through its TextFrameTemplate
  * emits the same events (or throws the same error) as the same decoder parsing every frame.
  */
-
-type Outcome = { events: StreamEvent[] } | { error: string };
-
-function outcome(decoder: DialectDecoder, frame: Frame): Outcome {
-  const events: StreamEvent[] = [];
-  try {
-    decoder.frame(frame, (event) => events.push(event));
-    return { events };
-  } catch (error) {
-    return { error: (error as Error).message };
-  }
-}
 
 /** Decodes the frames with templates and without, side by side; fails at the first difference. */
 function assertSame(dialectId: string, frames: readonly Frame[]): number {
