@@ -198,8 +198,12 @@ async function handle(
   // A light request's "client gone" is a LightClientSignal (server/client-signal.ts), not an AbortSignal.
   const gone = light ? new LightClientSignal() : new AbortController();
   const signal: ClientSignal = gone instanceof LightClientSignal ? gone : gone.signal;
+  // Set while this response is counted among those streaming (below).
+  let streams = false;
   const onClose = () => {
     body?.stop();
+    if (streams) streaming.count -= 1;
+    streams = false;
     if (!res.writableFinished) gone.abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
@@ -252,12 +256,10 @@ async function handle(
     res.end();
     return;
   }
-  // Counted until the response closes (a response already closed has nothing left to stream).
+  // Counted until the response closes (onClose; a response already closed has nothing left to stream).
   if (!res.destroyed) {
     streaming.count += 1;
-    res.once('close', () => {
-      streaming.count -= 1;
-    });
+    streams = true;
   }
   if (direct !== undefined) {
     // The headers leave now, with whatever the stream has already (the SSE retry line) and the text
