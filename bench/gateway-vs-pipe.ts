@@ -62,6 +62,10 @@ const proxyFlags = flag('--proxy-flags', '')
 const gatewayFlags = flag('--gateway-flags', '')
   .split(' ')
   .filter((f) => f !== '');
+/** More `tokenwire serve` arguments (diagnosis, e.g. `--workers 2`: then CPU and RSS are the primary's alone). */
+const serveArgs = flag('--serve-args', '')
+  .split(' ')
+  .filter((f) => f !== '');
 const probesAtOne = Number(flag('--probes', quick ? '10' : '20'));
 /** Rounds of the request-start phase: bursts of 128 one-token streams, pipe and tokenwire alternating. */
 const startRounds = Number(flag('--start-rounds', quick ? '4' : '12'));
@@ -317,7 +321,18 @@ async function run(): Promise<string> {
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const pipe = await startProxy([pipeScript, upstreamUrl], (line) => line.trim());
   const gateway = await startProxy(
-    [bin, 'serve', '--port', '0', '--upstream', upstreamUrl, '--upstream-dialect', 'openai-chat', '--json'],
+    [
+      bin,
+      'serve',
+      '--port',
+      '0',
+      '--upstream',
+      upstreamUrl,
+      '--upstream-dialect',
+      'openai-chat',
+      '--json',
+      ...serveArgs,
+    ],
     (line) => (JSON.parse(line) as { url: string }).url,
     gatewayFlags,
   );
