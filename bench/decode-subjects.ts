@@ -275,6 +275,31 @@ export function tokenwireBatches(dialect: DialectId): Subject {
   };
 }
 
+/** tokenwire's `complete({ onEvent })`: every event handed to a callback as it is decoded, no promise per event. */
+export function tokenwireOnEvent(dialect: DialectId): Subject {
+  return {
+    id: 'tokenwire-onevent',
+    label: 'tokenwire complete({ onEvent })',
+    async run(fetch) {
+      let text = '';
+      const result = await complete(
+        { url: urlFor(dialect), body: { model: MODEL, messages: MESSAGES, prompt: 'Tell me about rivers.' } },
+        {
+          fetch,
+          maxLineBytes: 16 * 1024 * 1024,
+          onEvent: (event) => {
+            if (event.type === 'text') text += event.text;
+          },
+        },
+      );
+      return {
+        text,
+        problem: result.complete ? undefined : `incomplete: ${result.error?.message ?? result.incomplete}`,
+      };
+    },
+  };
+}
+
 /**
  * A careful hand-rolled client on `eventsource-parser` (what the AI SDK and many apps build on): one
  * streaming TextDecoder, the parser, JSON.parse per event, the text appended. Any SSE dialect.
@@ -441,6 +466,7 @@ export function subjectsFor(dialect: DialectId, group: SubjectGroup = 'fast'): S
     tokenwireComplete(dialect, false),
     tokenwireStream(dialect),
     tokenwireBatches(dialect),
+    tokenwireOnEvent(dialect),
   ];
   // The rivals users would write or pick instead: for every dialect whose payload text we know, the
   // hand-rolled client of its framing; ollama-js on Ollama's two endpoints.

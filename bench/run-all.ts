@@ -140,6 +140,13 @@ for (const report of decode.filter((r) => r.group === 'fast')) {
       measured: `${ratio(twBatches.cpuRatioToFloor)} CPU time; wall ${ratio(twBatches.ratioToFloor)}`,
       met: twBatches.cpuRatioToFloor.median <= 1.1,
     });
+  const twOnEvent = subject(report, 'tokenwire-onevent');
+  if (twOnEvent !== undefined)
+    verdicts.push({
+      target: `complete({ onEvent }) ≤ 1.10× the floor's time (${where})`,
+      measured: `${ratio(twOnEvent.cpuRatioToFloor)} CPU time; wall ${ratio(twOnEvent.ratioToFloor)}`,
+      met: twOnEvent.cpuRatioToFloor.median <= 1.1,
+    });
   const splitter = subject(report, 'line-splitter');
   if (splitter !== undefined) {
     verdicts.push({

@@ -7,5 +7,5 @@ export { MetricsRecorder } from './metrics-recorder.ts';
 export type { RunHooks, StreamOptions } from './run-stream.ts';
 export { runStream } from './run-stream.ts';
 export type { TimeoutOptions } from './timeouts.ts';
-export type { TokenStreamOptions, TracedStreamOptions } from './token-stream.ts';
+export type { CompleteOptions, TokenStreamOptions, TracedStreamOptions } from './token-stream.ts';
 export { complete, stream, TokenStream } from './token-stream.ts';

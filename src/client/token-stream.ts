@@ -10,6 +10,15 @@ export interface TracedStreamOptions extends StreamOptions {
   telemetry?: ClientTelemetry | undefined;
 }
 
+export interface CompleteOptions extends TracedStreamOptions {
+  /**
+   * Each event as it is decoded, in order, before `complete()` resolves: the same events `stream()`
+   * yields, called synchronously with no promise per event (the fastest way to show text as it comes,
+   * bench/README.md "stream()"). A throw stops the request, and `complete()` rejects with what was thrown.
+   */
+  onEvent?: ((event: StreamEvent) => void) | undefined;
+}
+
 export interface TokenStreamOptions extends TracedStreamOptions {
   /**
    * Make the iterator (of events or of batches) throw an IncompleteStreamError after the last event of an
@@ -259,8 +268,32 @@ export function stream(request: StreamRequest, options: TokenStreamOptions = {})
 }
 
 /** Sends a streaming request and resolves with its Result (check `complete`; see `incomplete`). */
-export function complete(request: StreamRequest, options: TracedStreamOptions = {}): Promise<Result> {
+export function complete(request: StreamRequest, options: CompleteOptions = {}): Promise<Result> {
   const telemetry = options.telemetry;
-  if (telemetry === undefined) return runStream(request, options);
-  return traceStream(telemetry, request, (sent) => runStream(sent, options));
+  const onEvent = options.onEvent;
+  if (onEvent === undefined) {
+    if (telemetry === undefined) return runStream(request, options);
+    return traceStream(telemetry, request, (sent) => runStream(sent, options));
+  }
+  // The consumer's throw stops the request (the server sees the close) and is what complete() rejects with.
+  const consumer = new AbortController();
+  let thrown: { error: unknown } | undefined;
+  const hooks = {
+    consumer,
+    onEvent: (event: StreamEvent) => {
+      if (thrown !== undefined) return;
+      try {
+        onEvent(event);
+      } catch (error) {
+        thrown = { error };
+        consumer.abort(error);
+      }
+    },
+  };
+  const run = (sent: StreamRequest) =>
+    runStream(sent, options, hooks).then((result) => {
+      if (thrown !== undefined) throw thrown.error;
+      return result;
+    });
+  return telemetry === undefined ? run(request) : traceStream(telemetry, request, run);
 }
