@@ -269,31 +269,34 @@ export function stream(request: StreamRequest, options: TokenStreamOptions = {})
 
 /** Sends a streaming request and resolves with its Result (check `complete`; see `incomplete`). */
 export function complete(request: StreamRequest, options: CompleteOptions = {}): Promise<Result> {
-  const telemetry = options.telemetry;
   const onEvent = options.onEvent;
-  if (onEvent === undefined) {
-    if (telemetry === undefined) return runStream(request, options);
-    return traceStream(telemetry, request, (sent) => runStream(sent, options));
-  }
-  // The consumer's throw stops the request (the server sees the close) and is what complete() rejects with.
+  const run =
+    onEvent === undefined
+      ? (sent: StreamRequest) => runStream(sent, options)
+      : (sent: StreamRequest) => runWithCallback(sent, options, onEvent);
+  const telemetry = options.telemetry;
+  return telemetry === undefined ? run(request) : traceStream(telemetry, request, run);
+}
+
+/** A run whose events go to `onEvent`; its throw stops the request (the server sees the close) and is what the run rejects with. */
+function runWithCallback(
+  request: StreamRequest,
+  options: CompleteOptions,
+  onEvent: (event: StreamEvent) => void,
+): Promise<Result> {
   const consumer = new AbortController();
   let thrown: { error: unknown } | undefined;
-  const hooks = {
-    consumer,
-    onEvent: (event: StreamEvent) => {
-      if (thrown !== undefined) return;
-      try {
-        onEvent(event);
-      } catch (error) {
-        thrown = { error };
-        consumer.abort(error);
-      }
-    },
+  const deliver = (event: StreamEvent) => {
+    if (thrown !== undefined) return;
+    try {
+      onEvent(event);
+    } catch (error) {
+      thrown = { error };
+      consumer.abort(error);
+    }
   };
-  const run = (sent: StreamRequest) =>
-    runStream(sent, options, hooks).then((result) => {
-      if (thrown !== undefined) throw thrown.error;
-      return result;
-    });
-  return telemetry === undefined ? run(request) : traceStream(telemetry, request, run);
+  return runStream(request, options, { consumer, onEvent: deliver }).then((result) => {
+    if (thrown !== undefined) throw thrown.error;
+    return result;
+  });
 }

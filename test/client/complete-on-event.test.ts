@@ -3,45 +3,12 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { complete, stream } from '../../src/client/token-stream.ts';
 import type { StreamEvent } from '../../src/events/stream-event.ts';
+import { BODY, bodyOf, line, sourceOf, URL_CHAT } from '../helpers/ollama-chat-body.ts';
 
-const URL_CHAT = 'http://local.invalid/api/chat';
-const BODY = { model: 'm', messages: [] };
-const encoder = new TextEncoder();
-
-function line(content: string, done = false): string {
-  const tail = done ? ',"done":true,"done_reason":"stop"' : ',"done":false';
-  return `{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":${JSON.stringify(content)}}${tail}}\n`;
-}
-
-/** A fetch answering an Ollama /api/chat body of these pieces, cut into reads at `cuts`, one read per pull. */
+/** A fetch of an Ollama /api/chat body of these pieces, cut into reads at `cuts`, with how it was read. */
 function fetchOf(pieces: readonly string[], cuts: readonly number[] = [], finish = true) {
-  const bytes = encoder.encode(pieces.map((p) => line(p)).join('') + (finish ? line('', true) : ''));
-  const points = [...new Set(cuts.map((c) => Math.max(0, Math.min(bytes.length, c))))].sort((a, b) => a - b);
-  const reads: Uint8Array[] = [];
-  let previous = 0;
-  for (const point of [...points, bytes.length]) {
-    if (point > previous) reads.push(bytes.slice(previous, point));
-    previous = point;
-  }
-  const state = { pulls: 0, cancelled: false };
-  const fetch = async () =>
-    new Response(
-      new ReadableStream<Uint8Array>(
-        {
-          pull(controller) {
-            if (state.pulls === reads.length) return controller.close();
-            controller.enqueue(reads[state.pulls]!);
-            state.pulls += 1;
-          },
-          cancel() {
-            state.cancelled = true;
-          },
-        },
-        { highWaterMark: 0 },
-      ),
-      { headers: { 'content-type': 'application/x-ndjson' } },
-    );
-  return { fetch, state, reads: reads.length };
+  const reads = bodyOf(pieces, cuts, finish);
+  return { ...sourceOf(reads), reads: reads.length };
 }
 
 describe('complete({ onEvent })', () => {
@@ -113,7 +80,7 @@ describe('complete({ onEvent })', () => {
       (error) => error === stop,
     );
     assert.deepEqual(texts, ['p0 ', 'p1 ', 'p2 ']);
-    assert.equal(source.state.cancelled, true, 'the body is cancelled, so the server sees the close');
-    assert.ok(source.state.pulls < source.reads, `read ${source.state.pulls} of ${source.reads} reads`);
+    assert.equal(source.cancelled(), true, 'the body is cancelled, so the server sees the close');
+    assert.ok(source.pulls() < source.reads, `read ${source.pulls()} of ${source.reads} reads`);
   });
 });

@@ -5,63 +5,9 @@ import fc from 'fast-check';
 import { IncompleteStreamError } from '../../src/client/client-errors.ts';
 import { stream } from '../../src/client/token-stream.ts';
 import type { StreamEvent } from '../../src/events/stream-event.ts';
+import { BODY, bodyOf, line, type Source, sourceOf, URL_CHAT } from '../helpers/ollama-chat-body.ts';
 
-const URL_CHAT = 'http://local.invalid/api/chat';
-const BODY = { model: 'm', messages: [] };
 const encoder = new TextEncoder();
-
-function line(content: string, done = false): string {
-  const tail = done ? ',"done":true,"done_reason":"stop"' : ',"done":false';
-  return `{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":${JSON.stringify(content)}}${tail}}\n`;
-}
-
-/** An Ollama /api/chat body: the given pieces, then the final line, cut into reads at `cuts`. */
-function bodyOf(pieces: readonly string[], cuts: readonly number[] = [], finish = true): Uint8Array[] {
-  const bytes = encoder.encode(pieces.map((p) => line(p)).join('') + (finish ? line('', true) : ''));
-  const points = [...new Set(cuts.map((c) => Math.max(0, Math.min(bytes.length, c))))].sort((a, b) => a - b);
-  const reads: Uint8Array[] = [];
-  let previous = 0;
-  for (const point of [...points, bytes.length]) {
-    if (point > previous) reads.push(bytes.slice(previous, point));
-    previous = point;
-  }
-  return reads;
-}
-
-interface Source {
-  fetch: () => Promise<Response>;
-  /** Reads pulled so far. */
-  pulls: () => number;
-  cancelled: () => boolean;
-}
-
-/** A fetch answering with these reads (one per pull); `fail` errors the body after them, else it closes. */
-function sourceOf(reads: readonly Uint8Array[], fail?: Error): Source {
-  let pulls = 0;
-  let cancelled = false;
-  const fetch = async () =>
-    new Response(
-      new ReadableStream<Uint8Array>(
-        {
-          pull(controller) {
-            if (pulls === reads.length) {
-              if (fail !== undefined) controller.error(fail);
-              else controller.close();
-              return;
-            }
-            controller.enqueue(reads[pulls]!);
-            pulls += 1;
-          },
-          cancel() {
-            cancelled = true;
-          },
-        },
-        { highWaterMark: 0 },
-      ),
-      { headers: { 'content-type': 'application/x-ndjson' } },
-    );
-  return { fetch, pulls: () => pulls, cancelled: () => cancelled };
-}
 
 /** Many reads of many lines, so that a consumer that stops taking makes reading pause. */
 function longSource(reads = 60, linesPerRead = 100): Source {
