@@ -57,7 +57,7 @@ describe('Deadlines', () => {
     deadlines.stop();
     assert.equal(expired.length, 1);
     assert.equal(expired[0]!.kind, 'first-byte');
-    assert.ok(expired[0]!.afterMs >= 55 && expired[0]!.afterMs < 600, `after ${expired[0]!.afterMs} ms`);
+    assert.ok(expired[0]!.afterMs >= 55, `after ${expired[0]!.afterMs} ms`);
   });
 
   it('outlives an earlier timer when a phase moves its deadline later (idle after a short connect)', async () => {
