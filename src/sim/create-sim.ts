@@ -12,6 +12,7 @@ import { type Faults, formatFaults, mergeFaults, parseFaults } from './faults.ts
 import { modelNotFoundResponse, servesModel } from './model-not-found.ts';
 import { hashSeed } from './prng.ts';
 import { infoRoute, notFoundResponse } from './routes.ts';
+import { showRoute } from './show-route.ts';
 import { FAULT_HEADER, FLAVOR_HEADER, type SimOptions } from './sim-options.ts';
 import { type SimOutcome, type SimRequestRecord, type SimStats, SimStatsRecorder } from './sim-stats.ts';
 import { simStream } from './sim-stream.ts';
@@ -214,6 +215,8 @@ export function createSim(options: SimOptions = {}): Sim {
       if (info !== undefined) return info;
       const counted = countTokensRoute(request, path, { models, strictModels });
       if (counted !== undefined) return counted;
+      const shown = showRoute(request, path, { models, strictModels, contextTokens, createdAt });
+      if (shown !== undefined) return shown;
       const dialect = dialectForPath(path);
       if (dialect === undefined) return notFoundResponse(request.method, path);
       if (request.method !== 'POST') {
