@@ -140,6 +140,9 @@ export function createSim(options: SimOptions = {}): Sim {
         );
       }
 
+      const refusedChoices = refuseChoices(dialect.id, flavor, chat.n);
+      if (refusedChoices !== undefined) return fail(400, refusedChoices);
+
       if (faults.slowHeaders !== undefined) {
         await sleep(faults.slowHeaders, request.signal);
         if (request.signal.aborted) {
@@ -293,4 +296,19 @@ async function wholeAnswer(
   }
   const result = builder.build({ complete: true, metrics: emptyMetrics(), dialect: dialect.id });
   return Response.json(nonStreamBody(dialect.id, result, model, now()));
+}
+
+/** The most answers one simulated request may ask for (`n`): each is generated and paced in full. */
+const MAX_CHOICES = 16;
+
+/**
+ * Why `n` is refused, before streaming: llama-server serves one choice only (its "Only one completion
+ * choice is allowed"), and the simulator bounds the work one request can ask for.
+ */
+function refuseChoices(dialect: string, flavor: string, n: number | undefined): string | undefined {
+  if (n === undefined || n <= 1) return undefined;
+  if (dialect !== 'openai-chat' && dialect !== 'openai-completions') return undefined;
+  if (flavor.startsWith('llamacpp')) return 'Only one completion choice is allowed';
+  if (n > MAX_CHOICES) return `tokenwire sim: n must be at most ${MAX_CHOICES}, not ${n}`;
+  return undefined;
 }

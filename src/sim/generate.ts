@@ -23,6 +23,8 @@ export interface PlannedToken {
    * the arguments JSON; the first tool token stands for the call's name and releases ''.
    */
   readonly text: string;
+  /** The token's bytes in the tokenizer's vocabulary; absent for text a fault puts in the answer. */
+  readonly bytes?: Uint8Array | undefined;
 }
 
 export interface PlannedToolCall {
@@ -67,7 +69,7 @@ export function planGeneration(input: PlanInput): GenerationPlan {
   const inputTokens = promptTokens(tokenizer, request);
 
   const reasoning: PlannedToken[] = wantsReasoning(request.reasoning)
-    ? pieces(answerBytes(units.reasoning, rng, 16, 40)).map((text) => ({ channel: 'reasoning', text }))
+    ? planned('reasoning', answerBytes(units.reasoning, rng, 16, 40))
     : [];
 
   let body: PlannedToken[];
@@ -86,28 +88,27 @@ export function planGeneration(input: PlanInput): GenerationPlan {
       input: args,
       complete: true,
     };
-    body = [
-      { channel: 'tool', text: '' },
-      ...pieces(tokenizeToBytes(tokenizer, json)).map((text) => ({ channel: 'tool' as const, text })),
-    ];
+    body = [{ channel: 'tool', text: '' }, ...planned('tool', tokenizeToBytes(tokenizer, json))];
     end = 'tool-calls';
   } else {
-    let texts = pieces(answerBytes(units.answer, rng, 24, 120));
+    body = planned('text', answerBytes(units.answer, rng, 24, 120));
     end = 'eos';
+    const texts = body.map((token) => token.text);
     const stops = (request.stop ?? []).filter((stop) => stop !== '');
     if (stops.length > 0 && faults.ignoreStop !== true) {
       const cut = cutAtStop(texts, stops);
       if (cut !== undefined) {
-        texts = cut.texts;
+        // The token that completes the stop string is the last one, its text cut before the stop.
+        body = cut.texts.map((text, i) => ({ channel: 'text', text, bytes: body[i]?.bytes }));
         stopSequence = cut.stop;
         end = 'stop-sequence';
       }
     } else if (stops.length > 0 && !stops.some((stop) => texts.join('').includes(stop))) {
       // The ignore-stop fault: make sure a stop string shows up in the text the server should have cut.
-      texts.splice(Math.floor(texts.length / 2), 0, stops[0] as string);
+      body.splice(Math.floor(body.length / 2), 0, { channel: 'text', text: stops[0] as string });
     }
-    if (end === 'eos' && faults.controlTokens !== undefined) texts.push(faults.controlTokens);
-    body = texts.map((text) => ({ channel: 'text', text }));
+    if (end === 'eos' && faults.controlTokens !== undefined)
+      body.push({ channel: 'text', text: faults.controlTokens });
   }
 
   let tokens = [...reasoning, ...body];
@@ -194,6 +195,11 @@ function answerBytes(units: readonly CorpusUnit[], rng: Rng, min: number, max: n
     out.push(...unit.after);
     index += 1;
   }
+}
+
+/** Tokens of one channel, each with its bytes and the text it releases. */
+function planned(channel: PlannedToken['channel'], tokens: readonly Uint8Array[]): PlannedToken[] {
+  return pieces(tokens).map((text, i) => ({ channel, text, bytes: tokens[i] }));
 }
 
 /**

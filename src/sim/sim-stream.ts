@@ -1,11 +1,12 @@
 import type { Dialect, DialectEncoder, FrameKind, MidStreamError } from '../dialects/dialect.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
-import type { StreamEvent } from '../events/stream-event.ts';
+import type { StreamEvent, TextEvent, TokenLogprob } from '../events/stream-event.ts';
 import type { Timings, Usage } from '../events/usage.ts';
 import type { Faults } from './faults.ts';
 import { type GenerationPlan, type PlannedToken, planGeneration } from './generate.ts';
 import { hashSeed, mulberry32 } from './prng.ts';
 import { SimCutError } from './sim-cut-error.ts';
+import { SimLogprobs } from './sim-logprobs.ts';
 import type { SimOutcome } from './sim-stats.ts';
 import { promptEvalMs, type SimTiming, tokenIntervalMs } from './timing.ts';
 import type { SimTokenizer } from './tokenizer.ts';
@@ -125,18 +126,52 @@ function pacedOutput(output: StreamOutput, gapMs: number): StreamOutput {
 
 type Interrupt = 'cut' | 'error';
 
+/**
+ * How many answers to generate: OpenAI `n` on the chat and completions routes where the imitated server
+ * serves it (vLLM). llama-server refuses `n` > 1 before streaming (create-sim.ts); Ollama and TGI ignore it.
+ */
+function choiceCount(job: SimStreamJob): number {
+  const n = job.request.n ?? 1;
+  const id = job.dialect.id;
+  if (n <= 1 || (id !== 'openai-chat' && id !== 'openai-completions') || job.flavor !== 'vllm') return 1;
+  return n;
+}
+
+/** One answer of the request (`n` > 1 asks for several, paced out side by side) and where it is. */
+interface ChoiceRun {
+  /** The choice's `index`; events of a request with one answer carry none. */
+  readonly choice: number | undefined;
+  readonly plan: GenerationPlan;
+  /** Tokens of this choice generated so far. */
+  generated: number;
+  /** The text so far (the `cumulative` fault writes it whole each time). */
+  text: string;
+  /** Tokens waiting to be written as one event (`batch`, or one). */
+  group: PlannedToken[];
+  /** Log probabilities of text tokens, when asked for (always in TGI, whose tokens carry them). */
+  readonly logprobs: SimLogprobs | undefined;
+  /** What the tokens of a text event carry that a token ending inside a character could not. */
+  pendingLogprobs: TokenLogprob[];
+  pendingIds: number[];
+}
+
 class SimRun {
   readonly #job: SimStreamJob;
   readonly #signal: AbortSignal;
   readonly #output: StreamOutput;
+  /** Tokens generated over every choice. */
   #generated = 0;
   #lastOutput: number;
   #writer!: WireWriter;
   #encoder!: DialectEncoder;
+  /** Choice 0's plan: the prompt's size and the finish the stream ends with. */
   #plan!: GenerationPlan;
+  #choices: ChoiceRun[] = [];
+  #tokenizer!: SimTokenizer;
+  /** Text events carry their token ids (llama-server writes `tokens` on every partial event; TGI's `id`). */
+  #withTokenIds = false;
   #corrupt: string | undefined;
   #corrupted = false;
-  #text = '';
   #firstTokenAt: number | undefined;
 
   constructor(job: SimStreamJob, signal: AbortSignal, output: StreamOutput) {
@@ -162,15 +197,42 @@ class SimRun {
     const { faults, now } = job;
     const tokenizer = await job.tokenizer;
     if (this.#signal.aborted) return this.#cancelled();
-    const plan = planGeneration({
-      tokenizer,
-      request: job.request,
-      seed: job.seed,
-      maxTokens: job.maxTokens,
-      faults,
-      dialect: job.dialect.id,
-      flavor: job.flavor,
-    });
+    this.#tokenizer = tokenizer;
+    const dialectId = job.dialect.id;
+    const count = choiceCount(job);
+    const topLogprobs = job.request.logprobs;
+    const wantsLogprobs = topLogprobs !== undefined || dialectId === 'tgi';
+    this.#withTokenIds = dialectId === 'llamacpp' || dialectId === 'tgi';
+    for (let choice = 0; choice < count; choice++) {
+      const plan = planGeneration({
+        tokenizer,
+        request: job.request,
+        seed: choice === 0 ? job.seed : hashSeed(job.seed, 'choice', choice),
+        maxTokens: job.maxTokens,
+        faults,
+        dialect: dialectId,
+        flavor: job.flavor,
+      });
+      const pool = plan.tokens.flatMap((token) => (token.bytes === undefined ? [] : [token.bytes]));
+      this.#choices.push({
+        choice: count > 1 ? choice : undefined,
+        plan,
+        generated: 0,
+        text: '',
+        group: [],
+        logprobs: wantsLogprobs
+          ? new SimLogprobs(
+              mulberry32(hashSeed(job.seed, 'logprobs', choice)),
+              tokenizer,
+              pool,
+              topLogprobs ?? 0,
+            )
+          : undefined,
+        pendingLogprobs: [],
+        pendingIds: [],
+      });
+    }
+    const plan = (this.#choices[0] as ChoiceRun).plan;
     this.#plan = plan;
     this.#encoder = job.dialect.createEncoder({
       flavor: job.flavor,
@@ -189,41 +251,45 @@ class SimRun {
     });
 
     const jitter = mulberry32(hashSeed(job.seed, 'timing'));
-    const tokens = plan.tokens;
-    const total = tokens.length;
+    const total = Math.max(...this.#choices.map((run) => run.plan.tokens.length));
     const cutAt = faults.cutAfter === undefined ? undefined : Math.min(faults.cutAfter, total);
     const errorAt = faults.errorAfter === undefined ? undefined : Math.min(faults.errorAfter, total);
     const stallAt = faults.stall === undefined ? undefined : (faults.stallAfter ?? Math.floor(total / 2));
     const batch = Math.max(1, Math.floor(faults.batch ?? 1));
     const firstAt = job.startedAt + job.loadWaitMs + promptEvalMs(job.timing, plan.inputTokens);
     let target = firstAt;
-    let group: PlannedToken[] = [];
 
     for (let i = 0; i <= total; i++) {
       const interrupt: Interrupt | undefined = i === cutAt ? 'cut' : i === errorAt ? 'error' : undefined;
       if (interrupt !== undefined) {
-        this.#emitGroup(group, i);
+        for (const run of this.#choices) this.#emitGroup(run);
         return this.#interrupt(interrupt);
       }
       if (i === total) break;
       if (i === stallAt && faults.stall !== undefined) target += faults.stall;
       if (!(await this.#waitUntil(target))) return this.#cancelled();
       if (i === 0) this.#start();
-      this.#generated += 1;
-      const token = tokens[i] as PlannedToken;
-      group.push(token);
-      const next = tokens[i + 1];
-      if (
-        group.length >= batch ||
-        next === undefined ||
-        next.channel !== token.channel ||
-        i + 1 === cutAt ||
-        i + 1 === errorAt
-      ) {
-        this.#emitGroup(group, i + 1);
-        group = [];
-        // Encoders that hold a piece to merge it into the finish chunk: only the last token's stays held.
-        if (next !== undefined) this.#flush();
+      for (const run of this.#choices) {
+        const token = run.plan.tokens[i];
+        if (token === undefined) continue;
+        this.#generated += 1;
+        run.generated += 1;
+        run.group.push(token);
+        const next = run.plan.tokens[i + 1];
+        if (
+          run.group.length >= batch ||
+          next === undefined ||
+          next.channel !== token.channel ||
+          i + 1 === cutAt ||
+          i + 1 === errorAt
+        ) {
+          this.#emitGroup(run);
+          // Encoders that hold a piece to merge it into the finish chunk: only the last token's stays held.
+          if (next !== undefined || run.choice !== undefined) this.#flush();
+        }
+        // A further choice ends when its tokens do; the encoder writes its finish in its place.
+        if (next === undefined && run.choice !== undefined && run.choice !== 0)
+          this.#event(Object.assign({}, run.plan.finish, { choice: run.choice }));
       }
       target += tokenIntervalMs(job.timing, jitter);
     }
@@ -231,6 +297,9 @@ class SimRun {
     if (total === 0) {
       if (!(await this.#waitUntil(firstAt))) return this.#cancelled();
       this.#start();
+      for (const run of this.#choices)
+        if (run.choice !== undefined && run.choice !== 0)
+          this.#event(Object.assign({}, run.plan.finish, { choice: run.choice }));
     }
     this.#event(plan.finish);
     if (faults.noUsage !== true) {
@@ -282,32 +351,49 @@ class SimRun {
       this.#event({ type: 'usage', usage: { inputTokens: this.#plan.inputTokens } });
   }
 
-  /** Writes the events of a group of tokens of one channel (`batch` tokens, or one). */
-  #emitGroup(group: readonly PlannedToken[], generatedAfter: number): void {
+  /** Writes the events of a choice's group of tokens of one channel (`batch` tokens, or one). */
+  #emitGroup(run: ChoiceRun): void {
+    const group = run.group;
     const first = group[0];
     if (first === undefined) return;
+    run.group = [];
+    const choice = run.choice;
     const text = group.map((token) => token.text).join('');
     if (first.channel === 'reasoning') {
-      if (text !== '') this.#event({ type: 'reasoning', text });
+      if (text !== '') this.#event({ type: 'reasoning', text, choice });
       return;
     }
     if (first.channel === 'text') {
+      for (const token of group) {
+        if (run.logprobs !== undefined) run.pendingLogprobs.push(run.logprobs.score(token));
+        const id = this.#withTokenIds && token.bytes !== undefined ? this.#idOf(token.bytes) : undefined;
+        if (id !== undefined) run.pendingIds.push(id);
+      }
       if (text === '') return;
-      this.#text += text;
+      run.text += text;
       const faults = this.#job.faults;
-      const sent = faults.cumulative === true ? this.#text : text;
+      const sent = faults.cumulative === true ? run.text : text;
       if (faults.invalidUtf8 === true && this.#corrupt === undefined && !this.#corrupted) {
         // Mid-answer, in a text value every JSON writer escapes alike, so the byte lands inside it.
-        const mid = generatedAfter * 2 >= this.#plan.tokens.length;
+        const mid = run.generated * 2 >= run.plan.tokens.length;
         if (mid && /\p{L}/u.test(sent) && !/[<>&\u0000-\u0009\u000b-\u001f\u2028\u2029]/u.test(sent))
           this.#corrupt = sent;
       }
-      this.#event({ type: 'text', text: sent });
+      const event: TextEvent = { type: 'text', text: sent, choice };
+      if (run.pendingLogprobs.length > 0) {
+        event.logprobs = run.pendingLogprobs;
+        run.pendingLogprobs = [];
+      }
+      if (run.pendingIds.length > 0) {
+        event.tokenIds = run.pendingIds;
+        run.pendingIds = [];
+      }
+      this.#event(event);
       return;
     }
-    const call = this.#plan.toolCall;
+    const call = run.plan.toolCall;
     if (call === undefined) return;
-    const startsCall = this.#generated - group.length === this.#plan.reasoningTokens;
+    const startsCall = run.generated - group.length === run.plan.reasoningTokens;
     if (startsCall) {
       this.#event({
         type: 'tool-call-delta',
@@ -315,11 +401,12 @@ class SimRun {
         id: call.id,
         name: call.name,
         argumentsDelta: text,
+        choice,
       });
     } else if (text !== '') {
-      this.#event({ type: 'tool-call-delta', index: call.index, argumentsDelta: text });
+      this.#event({ type: 'tool-call-delta', index: call.index, argumentsDelta: text, choice });
     }
-    if (call.complete && generatedAfter === this.#plan.tokens.length) {
+    if (call.complete && run.generated === run.plan.tokens.length) {
       this.#event({
         type: 'tool-call',
         index: call.index,
@@ -327,8 +414,13 @@ class SimRun {
         name: call.name,
         arguments: call.arguments,
         input: call.input,
+        choice,
       });
     }
+  }
+
+  #idOf(bytes: Uint8Array): number | undefined {
+    return this.#tokenizer.idOf(bytes);
   }
 
   #event(event: StreamEvent): void {
@@ -373,7 +465,9 @@ class SimRun {
     const inputTokens = this.#plan.inputTokens;
     const outputTokens = this.#generated + this.#endOfSequenceTokens();
     const usage: Usage = { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
-    if (this.#plan.reasoningTokens > 0) usage.reasoningTokens = this.#plan.reasoningTokens;
+    let reasoningTokens = 0;
+    for (const run of this.#choices) reasoningTokens += run.plan.reasoningTokens;
+    if (reasoningTokens > 0) usage.reasoningTokens = reasoningTokens;
     return usage;
   }
 

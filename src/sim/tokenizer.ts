@@ -22,6 +22,8 @@ export interface SimTokenizer {
   count(text: string, signal?: AbortSignal): Promise<number | undefined>;
   /** The exact bytes of one token. A token may hold part of a UTF-8 character. */
   tokenBytes(token: number): Uint8Array;
+  /** The id of a token whose bytes `tokenBytes` returned (the same array); undefined for any other array. */
+  idOf(bytes: Uint8Array): number | undefined;
 }
 
 /** The longest piece (UTF-16 units) handed to BPE whole; longer pre-tokens are cut into pieces this long. */
@@ -126,6 +128,7 @@ function createTokenizer(module: EncodingModule): SimTokenizer {
   const splitRegex = core.tokenSplitRegex;
   const encoder = new TextEncoder();
   const cache = new Map<number, Uint8Array>();
+  const ids = new WeakMap<Uint8Array, number>();
   return {
     encode(text) {
       const tokens: number[] = [];
@@ -159,8 +162,12 @@ function createTokenizer(module: EncodingModule): SimTokenizer {
           throw new Error(`tokenwire sim: unknown token ${token}`);
         bytes = typeof part === 'string' ? encoder.encode(part) : part;
         cache.set(token, bytes);
+        ids.set(bytes, token);
       }
       return bytes;
+    },
+    idOf(bytes) {
+      return ids.get(bytes);
     },
   };
 }
