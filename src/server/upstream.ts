@@ -33,6 +33,12 @@ export interface Upstream {
    * `connectMs` and `idleMs` to DEFAULT_UPSTREAM_TIMEOUT_MS (`--upstream-timeout-ms`).
    */
   timeouts?: TimeoutOptions | undefined;
+  /** Its share of the load among the replicas of a model (> 0). Default 1. */
+  weight?: number | undefined;
+  /** The most streams the gateway opens to it at once; beyond, another replica or a wait. Default none. */
+  maxStreams?: number | undefined;
+  /** Public model names served under the server's own name (`{ "chat": "qwen2.5-7b-instruct" }`). */
+  aliases?: Readonly<Record<string, string>> | undefined;
 }
 
 /**
