@@ -97,13 +97,13 @@ export class PoolMonitor {
       { method: 'GET', headers },
       this.#timeoutMs,
     );
-    if (metrics !== undefined && metrics.ok) {
+    if (metrics?.ok) {
       const load = loadFromPrometheus(await metrics.text().catch(() => ''));
       if (load !== undefined) return load;
     } else await metrics?.body?.cancel().catch(() => {});
     if (!upstream.dialects.includes('llamacpp')) return undefined;
     const slots = await callUpstreamAside(upstream, '/slots', { method: 'GET', headers }, this.#timeoutMs);
-    if (slots === undefined || !slots.ok) {
+    if (!slots?.ok) {
       await slots?.body?.cancel().catch(() => {});
       return undefined;
     }
