@@ -7,6 +7,7 @@ import {
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { abandonResponse } from '../server/abandon-response.ts';
 import { setClientAddress } from '../server/client-identity.ts';
 import { type ClientSignal, LightClientSignal } from '../server/client-signal.ts';
 import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-request.ts';
@@ -20,7 +21,7 @@ import {
 } from '../server/read-body.ts';
 import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/response-output.ts';
 import { forwardedClientAddress, trustedProxySet } from './forwarded-address.ts';
-import { NodeRequestHeaders } from './node-request-headers.ts';
+import { hostHeaderProblem, NodeRequestHeaders } from './node-request-headers.ts';
 import { TurnQueue } from './turn-queue.ts';
 import { writeNow } from './write-now.ts';
 
@@ -44,8 +45,20 @@ export interface ServeOptions {
    * 0 = no limit). Bounds how long a slow client can hold a connection and its partial body.
    */
   bodyTimeoutMs?: number | undefined;
-  /** Open connections at most; more are closed at once, unanswered (default: no limit). */
+  /**
+   * Open connections at most (default: no limit). At the cap a new connection takes the place of one
+   * that holds no request — one that has sent nothing, then one idle between requests, then one still
+   * sending its request's head — oldest first; when every connection holds a request, the new one is
+   * closed at once, unanswered. A request being read, handled or answered is never cut for another.
+   */
   maxConnections?: number | undefined;
+  /**
+   * A connection that has sent no byte within this many ms of opening is closed, unanswered (default
+   * 10000; 0 = only node:http's header timeout, 60 s checked every 30 s). A client sends its request
+   * right after connecting; one that holds a silent socket longer is an idle preconnect (browsers drop
+   * their own unused ones after 10 s) or someone filling the connection cap.
+   */
+  silentConnectionTimeoutMs?: number | undefined;
   /**
    * Addresses of reverse proxies in front of this server whose `X-Forwarded-For` is believed: a
    * request from one of them is from the address it forwarded for (node/forwarded-address.ts). That
@@ -56,6 +69,9 @@ export interface ServeOptions {
 
 /** The default of ServeOptions.bodyTimeoutMs. */
 export const DEFAULT_BODY_TIMEOUT_MS = 30000;
+
+/** The default of ServeOptions.silentConnectionTimeoutMs. */
+export const DEFAULT_SILENT_CONNECTION_TIMEOUT_MS = 10000;
 
 export interface ServedHandler {
   readonly url: string;
@@ -80,15 +96,21 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
   const trusted = trustedProxySet(options.trustProxy);
   // The authority of a request that names none (HTTP/1.0 without Host): the bound address, once known.
   let ownAuthority = host;
-  const sockets = new Set<Socket>();
+  const silentTimeoutMs = options.silentConnectionTimeoutMs ?? DEFAULT_SILENT_CONNECTION_TIMEOUT_MS;
+  const maxConnections = options.maxConnections;
+  // The open connections, oldest first (what the cap picks from).
+  const connections = new Map<Socket, Connection>();
   // Requests that arrive together start one per event-loop turn (turn-queue.ts): open streams' chunks
   // are relayed between them instead of after all of them.
   const starts = new TurnQueue();
   // Responses whose bodies are being written: what a start held to its turn makes room for.
   const streaming = { count: 0 };
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    // Counted from its head: a connection with a request in it is never the one the cap closes.
+    const connection = connections.get(req.socket) ?? detachedConnection(req.socket);
+    connection.open += 1;
     starts.run(() => {
-      handle(handler, light, req, res, ownAuthority, bodyTimeoutMs, trusted, streaming).catch(
+      handle(handler, light, req, res, connection, ownAuthority, bodyTimeoutMs, trusted, streaming).catch(
         (error: unknown) => {
           options.onError?.(error);
           if (!res.headersSent) {
@@ -105,11 +127,25 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
   // `Expect: 100-continue`: node:http would send 100 Continue at once; the body is asked for only when
   // the handler reads it (BodyReading), so a request refused from its headers never has it sent.
   server.on('checkContinue', onRequest);
-  // node:http closes a connection over the cap as soon as it is accepted.
-  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+  // The cap is kept here, not by node:http's maxConnections (which closes the newcomer whatever the
+  // others do): silent connections filling it would lock every client out until they time out.
+  server.on('connection', (socket: Socket) => {
+    if (maxConnections !== undefined && connections.size >= maxConnections) {
+      const idle = idlestConnection(connections);
+      if (idle === undefined) {
+        socket.destroy();
+        return;
+      }
+      idle.socket.destroy();
+      connections.delete(idle.socket);
+    }
+    const connection = new Connection(socket);
+    connections.set(socket, connection);
+    if (silentTimeoutMs > 0) connection.closeIfSilentAfter(silentTimeoutMs);
+    socket.on('close', () => {
+      connections.delete(socket);
+      connection.closed();
+    });
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -123,15 +159,103 @@ export function serve(handler: FetchHandler, options: ServeOptions = {}): Promis
         host: address.address,
         port: address.port,
         server,
-        connections: () => sockets.size,
+        connections: () => connections.size,
         close: () =>
           new Promise<void>((done) => {
             server.close(() => done());
-            for (const socket of sockets) socket.destroy();
+            for (const socket of connections.keys()) socket.destroy();
           }),
       });
     });
   });
+}
+
+/**
+ * One client connection: its requests whose responses are not over, and the ends of those being
+ * handled. node:http emits `close` on a response only once it is the connection's current one: a
+ * response queued behind another (pipelining) never hears that the connection went, so its request's
+ * end is called from here, whatever its place in the queue.
+ */
+class Connection {
+  readonly socket: Socket;
+  /** Requests received (their heads parsed) whose responses are not over. */
+  open = 0;
+  /** `socket.bytesRead` when the last of them ended: any more since is a request's head arriving. */
+  idleFrom = 0;
+  /** Whether the socket has closed. */
+  gone = false;
+  /** The ends (handle()'s `onClose`) of the requests being handled. */
+  readonly ends = new Set<() => void>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(socket: Socket) {
+    this.socket = socket;
+  }
+
+  /** A response is over: when it was the last one open, the connection holds no request now. */
+  ended(end?: () => void): void {
+    if (end !== undefined) this.ends.delete(end);
+    this.open -= 1;
+    if (this.open === 0) this.idleFrom = this.socket.bytesRead;
+  }
+
+  /** A response the adapter answers itself, at once: it holds the connection until it closes. */
+  countUntilClosed(res: ServerResponse): void {
+    res.once('close', () => this.ended());
+  }
+
+  /** Closes the connection if it has sent no byte within `ms` (ServeOptions.silentConnectionTimeoutMs). */
+  closeIfSilentAfter(ms: number): void {
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.socket.bytesRead === 0) this.socket.destroy();
+    }, ms);
+    this.#timer.unref();
+  }
+
+  /** The socket closed: every request still on it ends (counted, its upstream aborted, its slot freed). */
+  closed(): void {
+    this.gone = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const end of this.ends) end();
+  }
+
+  /**
+   * How readily the cap closes this connection for a new one: 0, it has never sent a byte; 1, it is
+   * idle between requests; 2, it is sending a request's head; undefined, it holds a request (never).
+   */
+  idleRank(): number | undefined {
+    if (this.open > 0) return undefined;
+    const read = this.socket.bytesRead;
+    if (read === 0) return 0;
+    return read === this.idleFrom ? 1 : 2;
+  }
+}
+
+/**
+ * A Connection for a request whose socket is not (or no longer) among the open ones: a socket the cap
+ * has just given up. Its requests end at once if it is closed already.
+ */
+function detachedConnection(socket: Socket): Connection {
+  const connection = new Connection(socket);
+  if (socket.destroyed) connection.gone = true;
+  else socket.once('close', () => connection.closed());
+  return connection;
+}
+
+/** The connection the cap closes first (Connection.idleRank, then the oldest), or none. */
+function idlestConnection(connections: ReadonlyMap<Socket, Connection>): Connection | undefined {
+  let best: Connection | undefined;
+  let bestRank = 3;
+  for (const connection of connections.values()) {
+    const rank = connection.idleRank();
+    if (rank === undefined || rank >= bestRank) continue;
+    best = connection;
+    bestRank = rank;
+    if (rank === 0) break;
+  }
+  return best;
 }
 
 /** Request bodies up to this size (by Content-Length) are read whole; larger or chunked ones stream. */
@@ -172,6 +296,7 @@ async function handle(
   light: boolean,
   req: IncomingMessage,
   res: ServerResponse,
+  connection: Connection,
   ownAuthority: string,
   bodyTimeoutMs: number,
   trusted: ReadonlySet<string>,
@@ -180,8 +305,16 @@ async function handle(
   const method = req.method ?? 'GET';
   if (method === 'OPTIONS' && req.url === '*') {
     // The server-wide OPTIONS (RFC 9110 §9.3.7): what it accepts, no route involved.
+    connection.countUntilClosed(res);
     res.writeHead(204, { allow: ALLOWED_METHODS });
     res.end();
+    return;
+  }
+  // Two Host lines, or one no URL can be made of: a 400 (node-request-headers.ts).
+  const hostProblem = hostHeaderProblem(req.rawHeaders);
+  if (hostProblem !== undefined) {
+    connection.countUntilClosed(res);
+    answerError(res, 400, hostProblem, 'invalid_request_error');
     return;
   }
   const url = requestUrl(req, ownAuthority);
@@ -190,6 +323,7 @@ async function handle(
       req.url?.startsWith('/') === true
         ? 'invalid Host header: it must be a host name or address with an optional port'
         : `invalid request target ${JSON.stringify(req.url?.slice(0, 100))}`;
+    connection.countUntilClosed(res);
     answerError(res, 400, message, 'invalid_request_error');
     return;
   }
@@ -200,15 +334,21 @@ async function handle(
   const signal: ClientSignal = gone instanceof LightClientSignal ? gone : gone.signal;
   // Set while this response is counted among those streaming (below).
   let streams = false;
+  // Set once the response is over: sent, or its connection gone (whichever tells first).
+  let over = false;
   const onClose = () => {
+    if (over) return;
+    over = true;
+    connection.ended(onClose);
     body?.stop();
     if (streams) streaming.count -= 1;
     streams = false;
     if (!res.writableFinished) gone.abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
+  connection.ends.add(onClose);
   // A request that waited for its turn may have lost its client meanwhile.
-  if (res.destroyed) onClose();
+  if (res.destroyed || connection.gone) onClose();
   let response: Response;
   if (gone instanceof LightClientSignal) {
     // The handler gets the request at once, with its headers; the body is read only when it asks, with
@@ -250,14 +390,21 @@ async function handle(
     body.stop();
   }
   // undici's Response leaves statusText empty unless told: node:http would then send `HTTP/1.1 200 `.
-  res.writeHead(response.status, response.statusText || STATUS_CODES[response.status] || '', outHeaders);
+  try {
+    res.writeHead(response.status, response.statusText || STATUS_CODES[response.status] || '', outHeaders);
+  } catch (error) {
+    // A head node:http refuses (a header value it cannot write): the response is given up, ending what
+    // it holds (a stream, its upstream call, a stream slot: issue 30); the client gets the 500 below.
+    abandonResponse(response, error);
+    throw error;
+  }
   const direct = directBodyOfResponse(response);
   if (response.body === null && direct === undefined) {
     res.end();
     return;
   }
-  // Counted until the response closes (onClose; a response already closed has nothing left to stream).
-  if (!res.destroyed) {
+  // Counted until the response closes (onClose; a response already over has nothing left to stream).
+  if (!over) {
     streaming.count += 1;
     streams = true;
   }
@@ -292,10 +439,10 @@ async function handle(
     for (;;) {
       const next = await reader.read();
       if (next.done) break;
-      if (res.destroyed) break;
-      if (!res.write(next.value)) await waitDrain(res);
+      if (over || res.destroyed) break;
+      if (!res.write(next.value)) await waitDrain(res, signal);
     }
-    if (!res.destroyed) res.end();
+    if (!over && !res.destroyed) res.end();
   } catch (error) {
     // The body failed mid-stream (an upstream cut): end the connection without the chunked body's
     // terminator, as a server that died would, so the client sees the stream end without its terminal
@@ -570,14 +717,18 @@ function answerError(res: ServerResponse, status: number, message: string, type:
 
 const EMPTY_BODY = new Uint8Array(0);
 
-function waitDrain(res: ServerResponse): Promise<void> {
+/** Until the response drains, or is over (a response queued behind another hears no `close`: the signal). */
+function waitDrain(res: ServerResponse, signal: ClientSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       res.off('drain', done);
       res.off('close', done);
+      signal.removeEventListener('abort', done);
       resolve();
     };
     res.on('drain', done);
     res.on('close', done);
+    signal.addEventListener('abort', done, { once: true });
+    if (signal.aborted) done();
   });
 }

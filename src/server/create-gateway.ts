@@ -1,9 +1,11 @@
 import type { Dialect, DialectId } from '../dialects/dialect.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
+import { abandonResponse } from './abandon-response.ts';
 import { admitRequest } from './admit-request.ts';
 import { answerWhole, answerWholeAsIs } from './answer-whole.ts';
 import type { FlushPolicy } from './coalescer.ts';
 import { endRequest } from './end-request.ts';
+import { fallbackRequest } from './fallback-request.ts';
 import { GatewayContext, type Scope } from './gateway-context.ts';
 import { errorMessage } from './gateway-errors.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
@@ -13,7 +15,6 @@ import {
   markTakesIncomingRequest,
   type RequestTarget,
   requestTarget,
-  toRequest,
 } from './incoming-request.ts';
 import { ollamaTags, openAiModelList } from './model-lists.ts';
 import { readRequest } from './read-request.ts';
@@ -151,13 +152,18 @@ export function createGateway(options: GatewayOptions): Gateway {
       response = await handleGeneration(dialect, request, target, scope, tgiRoot);
     } catch (error) {
       endRequest(ctx, scope, { route: dialect.id, status: 500, outcome: 'error', error });
-      response = Response.json(
-        { error: { message: `internal error: ${redactUrls(errorMessage(error))}`, type: 'server_error' } },
-        { status: 500 },
-      );
+      response = internalError(error);
     }
-    response.headers.set('x-request-id', requestId);
-    if (scope.dropped !== undefined) response.headers.set('x-tokenwire-dropped-params', scope.dropped);
+    try {
+      response.headers.set('x-request-id', requestId);
+      if (scope.dropped !== undefined) response.headers.set('x-tokenwire-dropped-params', scope.dropped);
+    } catch (error) {
+      // A response that cannot go out as it is: given up (its stream ends, its upstream is aborted,
+      // a guard's slot freed), and a 500 in its place. The values above are safe (request-id.ts,
+      // read-request.ts `droppedParamsHeader`): this is the net under them.
+      abandonResponse(response, error);
+      return internalError(error);
+    }
     return response;
   }
 
@@ -184,14 +190,21 @@ export function createGateway(options: GatewayOptions): Gateway {
     // Set up at once unless the server's chat template had to be read first (upstream-call.ts).
     // Shape kept for speed: bench/README.md "Why the code is shaped as it is" (the upstream call's set-up).
     const call = setUp instanceof Promise ? await setUp : setUp;
-    // A non-stream request goes upstream as one where the upstream speaks the client's dialect (its
-    // answer comes back as it is); otherwise the upstream streams and the gateway folds the answer.
-    if (streamId === undefined) {
-      if (dialect.id === read.upstreamDialect.id && dialect.id !== 'tgi' && scope.format === 'dialect')
-        return answerWholeAsIs(ctx, call);
-      return answerWhole(ctx, call, tgiRoot);
+    try {
+      // A non-stream request goes upstream as one where the upstream speaks the client's dialect (its
+      // answer comes back as it is); otherwise the upstream streams and the gateway folds the answer.
+      if (streamId === undefined) {
+        if (dialect.id === read.upstreamDialect.id && dialect.id !== 'tgi' && scope.format === 'dialect')
+          return await answerWholeAsIs(ctx, call);
+        return await answerWhole(ctx, call, tgiRoot);
+      }
+      return await relayStream(ctx, call, streamId, read.includePrompt, read.flush);
+    } catch (error) {
+      // Any failure once the upstream call is set up aborts it: no generation runs on for a request
+      // answered with a 500 (issue 30).
+      call.upstreamAbort.abort();
+      throw error;
     }
-    return relayStream(ctx, call, streamId, read.includePrompt, read.flush);
   }
 
   function listModels(): string[] {
@@ -260,8 +273,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (retrieved !== undefined) return retrieved;
     const side = sideRoute(request, target, sideRoutes);
     if (side !== undefined) return side;
-    const fallback = options.fallback === undefined ? undefined : await options.fallback(toRequest(request));
-    if (fallback !== undefined) return fallback;
+    if (options.fallback !== undefined) {
+      // Its body read under the generation routes' limits first (the raw simulator's `/sim/` routes).
+      const passed = await fallbackRequest(request, path, maxBodyBytes);
+      if (passed instanceof Response) {
+        metrics.rejected.inc({ route: 'other', status: String(passed.status) });
+        return passed;
+      }
+      const fallback = await options.fallback(passed);
+      if (fallback !== undefined) return fallback;
+    }
     return Response.json(
       { error: { message: `no route for ${request.method} ${path}`, type: 'not_found_error' } },
       { status: 404 },
@@ -275,6 +296,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       try {
         return await handle(request);
       } catch (error) {
+        // A URL the parser refuses (an adapter that passed one on: serve() answers these itself).
+        if ((error as { code?: unknown } | null)?.code === 'ERR_INVALID_URL')
+          return Response.json(
+            { error: { message: 'invalid request URL (its Host or target)', type: 'invalid_request_error' } },
+            { status: 400 },
+          );
         return Response.json(
           { error: { message: `internal error: ${errorMessage(error)}`, type: 'server_error' } },
           { status: 500 },
@@ -298,6 +325,14 @@ export function createGateway(options: GatewayOptions): Gateway {
       await store.shutdown();
     },
   };
+}
+
+/** The gateway's own 500 (URLs in the message redacted). */
+function internalError(error: unknown): Response {
+  return Response.json(
+    { error: { message: `internal error: ${redactUrls(errorMessage(error))}`, type: 'server_error' } },
+    { status: 500 },
+  );
 }
 
 function delay(ms: number): Promise<void> {

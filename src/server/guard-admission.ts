@@ -1,5 +1,5 @@
 import type { Dialect } from '../dialects/dialect.ts';
-import { dialectForPath, getDialect } from '../dialects/registry.ts';
+import { DIALECTS, dialectForPath, getDialect } from '../dialects/registry.ts';
 import { setClientOwner } from './client-identity.ts';
 import type { GuardOptions, StreamSlots } from './guard-gateway.ts';
 import { type IncomingRequest, requestTarget } from './incoming-request.ts';
@@ -19,6 +19,10 @@ const CORS_ALLOWED_HEADERS =
 const CORS_EXPOSED_HEADERS = 'x-tokenwire-stream-id, retry-after, x-request-id';
 // `/props` and `/info` (side-routes.ts) may pass on an upstream's own (model paths, chat template).
 const API_PATHS = new Set(['/v1/models', '/api/tags', '/metrics', '/props', '/info']);
+/** Every generation route's path as a prefix (`/responses/`, `/completion/`…): what is under one is the API's. */
+const GENERATION_PREFIXES = Object.values(DIALECTS).flatMap((dialect) =>
+  dialect.paths.filter((path) => path !== '/').map((path) => `${path}/`),
+);
 /** What a request with no CORS origin and no stream slot is admitted as (no object per request). */
 const ADMITTED: Admitted = Object.freeze({ corsOrigin: undefined, release: undefined });
 
@@ -236,9 +240,17 @@ function generationDialect(method: string, path: string): Dialect | undefined {
   return dialectForPath(path);
 }
 
+/**
+ * Whether a request is the API's (a key asked, CORS checked): any method but GET and HEAD; and GETs of
+ * the API's paths — `/v1/…`, `/api/…`, the raw simulator's `/sim/…` (its `/sim/v1/models` too: issue
+ * 30), and anything under a generation route (`/responses/{id}`, the Responses cursor without `/v1`).
+ */
 function isApiRequest(method: string, path: string): boolean {
   if (method !== 'GET' && method !== 'HEAD') return true;
-  return API_PATHS.has(path) || path.startsWith('/v1/') || path.startsWith('/api/');
+  if (API_PATHS.has(path) || path.startsWith('/v1/') || path.startsWith('/api/') || path.startsWith('/sim/'))
+    return true;
+  for (const prefix of GENERATION_PREFIXES) if (path.startsWith(prefix)) return true;
+  return false;
 }
 
 /** The authority of an absolute URL (`host[:port]`, lower-case), read without parsing the URL. */

@@ -1,3 +1,4 @@
+import { abandonResponse } from './abandon-response.ts';
 import { createGateway, type Gateway, type GatewayOptions } from './create-gateway.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import { GuardAdmission, withCors } from './guard-admission.ts';
@@ -112,7 +113,15 @@ export function guardGateway(
       release();
       throw error;
     }
-    return finish(response, admitted.corsOrigin, release);
+    try {
+      return finish(response, admitted.corsOrigin, release);
+    } catch (error) {
+      // The response cannot go out: its slot is freed and whatever it holds (a stream, its upstream
+      // call) ended with it (issue 30).
+      release();
+      abandonResponse(response, error);
+      throw error;
+    }
   };
 
   function finish(response: Response, corsOrigin: string | undefined, release: (() => void) | undefined) {

@@ -93,8 +93,39 @@ export async function readRequest(
       'invalid_request_error',
     );
   }
-  if (lost.length > 0) scope.dropped = lost.join(', ');
+  if (lost.length > 0) scope.dropped = droppedParamsHeader(lost);
   return { body, chat, includePrompt, flush, upstream, upstreamDialect };
+}
+
+/** Field-name characters a header value carries as they are (RFC 3986 unreserved). */
+const HEADER_SAFE_NAME = /^[A-Za-z0-9._~-]*$/;
+const utf8 = new TextEncoder();
+
+/**
+ * The `x-tokenwire-dropped-params` value: the dropped fields' names joined with ", ", each
+ * percent-encoded as RFC 3986 encodes a URI component (every UTF-8 byte outside `A-Z a-z 0-9 - . _ ~`
+ * as `%XX`), so that a name with CR/LF, a comma or non-Latin-1 characters (`ключ`) can neither break
+ * the header (node:http throws on it: a 500 with the upstream call running on, issue 30) nor forge one.
+ * Names of the gateway's tables (`logit_bias`, `options.num_ctx`) read as they are; a client splits on
+ * ", " and decodes each with `decodeURIComponent`. A lone surrogate (possible in JSON) goes as U+FFFD's bytes.
+ */
+export function droppedParamsHeader(names: readonly string[]): string {
+  let value = '';
+  for (const name of names) {
+    if (value !== '') value += ', ';
+    if (HEADER_SAFE_NAME.test(name)) {
+      value += name;
+      continue;
+    }
+    for (const byte of utf8.encode(name)) {
+      const char = String.fromCharCode(byte);
+      value +=
+        byte < 0x80 && HEADER_SAFE_NAME.test(char)
+          ? char
+          : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    }
+  }
+  return value;
 }
 
 /** Takes the request's own `drop_params` (LiteLLM's convention) out of the body: it is the gateway's. */

@@ -31,6 +31,11 @@ interface StreamState extends ActiveStream {
   wake: (() => void) | undefined;
   /** With `keepStreamOnDisconnect`: aborts the detached upstream after `detachedTimeoutMs`. */
   detachTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * The response failed after the upstream call started and before it was returned (the catch below):
+   * the call was aborted and the request answered elsewhere (a 500), so the run's ending is not logged.
+   */
+  abandoned: boolean;
 }
 
 /** A streamed answer: relayed event by event in the client's dialect, from the upstream's first bytes. */
@@ -66,6 +71,7 @@ export async function relayStream(
     early: undefined,
     wake: undefined,
     detachTimer: undefined,
+    abandoned: false,
   };
   // A same-dialect stream goes to the client as the upstream wrote it (every choice, logprob and extra
   // field), unless the gateway must rewrite it: plain text, coalescing, an echoed prompt, or a flavor
@@ -216,6 +222,7 @@ export async function relayStream(
   };
   run.then(
     (result) => {
+      if (state.abandoned) return ended();
       // The upstream answered, so the relay was built (after the wait below, or its timeout).
       const relay = state.relay!;
       try {
@@ -288,6 +295,7 @@ export async function relayStream(
       }
     },
     (error: unknown) => {
+      if (state.abandoned) return ended();
       if (state.relay === undefined) {
         state.early = error ?? new Error('upstream failed');
         state.wake?.();
@@ -319,31 +327,48 @@ export async function relayStream(
     },
   );
 
-  // Pass the upstream's own HTTP errors on as such when they come quickly; never wait for a token.
-  if (state.early === undefined) {
-    let waitTimer: ReturnType<typeof setTimeout> | undefined;
-    await new Promise<void>((resolve) => {
-      state.wake = resolve;
-      waitTimer = setTimeout(resolve, ctx.headersWaitMs);
-    });
-    clearTimeout(waitTimer);
-    state.wake = undefined;
-  }
-  if (state.early !== undefined) {
-    ctx.finish(state, labels);
-    if (sse && !openLate) ctx.store.close(streamId, 'failed').catch(() => {});
-    clientSignal.removeEventListener('abort', clientGone);
-    return ctx.upstreamFailure(call, state.early);
-  }
-  // When the response headers go out: here, with the returned Response, once the upstream answered
-  // with an OK status (or `upstreamHeadersWaitMs` passed without a failure). From now on a failure is
-  // the stream's own ending, written by the run's handlers above.
-  headers ??= responseHeaders();
-  if (openLate) void openInStore(headers);
-  const relay = startRelay();
+  // Any failure from here until the response is returned (the store, the relay's set-up) comes after
+  // the upstream call started: the call is aborted and the stream ended at once, so no generation runs
+  // on for nobody and no stream slot stays held (issue 30); the request is answered with a 500.
+  let opened = sse && !openLate;
+  try {
+    // Pass the upstream's own HTTP errors on as such when they come quickly; never wait for a token.
+    if (state.early === undefined) {
+      let waitTimer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        state.wake = resolve;
+        waitTimer = setTimeout(resolve, ctx.headersWaitMs);
+      });
+      clearTimeout(waitTimer);
+      state.wake = undefined;
+    }
+    if (state.early !== undefined) {
+      ctx.finish(state, labels);
+      if (opened) ctx.store.close(streamId, 'failed').catch(() => {});
+      clientSignal.removeEventListener('abort', clientGone);
+      return ctx.upstreamFailure(call, state.early);
+    }
+    // When the response headers go out: here, with the returned Response, once the upstream answered
+    // with an OK status (or `upstreamHeadersWaitMs` passed without a failure). From now on a failure is
+    // the stream's own ending, written by the run's handlers above.
+    headers ??= responseHeaders();
+    if (openLate) {
+      opened = true;
+      void openInStore(headers);
+    }
+    const relay = startRelay();
 
-  // An adapter that writes to the socket itself (node/serve.ts) needs no ReadableStream.
-  return takesDirectResponse(request)
-    ? directOnlyResponse(relay.direct, { status: 200, headers })
-    : new Response(relay.body, { status: 200, headers });
+    // An adapter that writes to the socket itself (node/serve.ts) needs no ReadableStream.
+    return takesDirectResponse(request)
+      ? directOnlyResponse(relay.direct, { status: 200, headers })
+      : new Response(relay.body, { status: 200, headers });
+  } catch (error) {
+    state.abandoned = true;
+    state.upstreamStopped = true;
+    upstreamAbort.abort();
+    ctx.finish(state, labels);
+    clientSignal.removeEventListener('abort', clientGone);
+    if (opened) ctx.store.close(streamId, 'failed').catch(() => {});
+    throw error;
+  }
 }

@@ -29,6 +29,8 @@ export interface SideRouteContext {
 
 /** How long a side route waits for an upstream it passes the call to. */
 const PASS_THROUGH_TIMEOUT_MS = 10_000;
+/** `%2F` and `%5C` (either case): a slash or backslash that the upstream's router may decode into a path. */
+const ENCODED_SEPARATOR = /%(?:2f|5c)/i;
 /** `/api/show` bodies are a model name and a flag or two. */
 const MAX_SHOW_BODY_BYTES = 64 * 1024;
 
@@ -270,6 +272,20 @@ async function openAiModel(encoded: string, context: SideRouteContext): Promise<
     id = decodeURIComponent(encoded);
   } catch {
     id = encoded;
+  }
+  // The id goes upstream in the path, with the gateway's upstream credentials: one that would move
+  // that path elsewhere (`..%2F..%2Fadmin`: an encoded slash or backslash, a dot segment) is refused
+  // before anything is sent (issue 30).
+  if (
+    ENCODED_SEPARATOR.test(encoded) ||
+    id.split('/').some((segment) => segment === '.' || segment === '..')
+  ) {
+    const error = getDialect('openai-chat').errorResponse({
+      status: 400,
+      message: `invalid model id ${JSON.stringify(id.slice(0, 200))}: a model id holds no encoded slash or backslash and no "." or ".." segment`,
+      errorType: 'invalid_request_error',
+    });
+    return new Response(error.body, { status: 400, headers: { 'content-type': error.contentType } });
   }
   const upstream = speakingFor(context, OPENAI, id);
   const passed = await passThrough(upstream, 'GET', `/v1/models/${encoded}`);
