@@ -1,5 +1,6 @@
 import type { Choice, Result } from '../events/result.ts';
 import type { TokenLogprob } from '../events/stream-event.ts';
+import { randomAlphanumeric } from './common/random-id.ts';
 import { legacyCompletionsLogprobs, tokenLogprobsList } from './common/token-logprobs-json.ts';
 import type { DialectId } from './dialect.ts';
 import { openAiFinishWord } from './openai-family/openai-finish.ts';
@@ -13,6 +14,8 @@ export function nonStreamBody(
   result: Result,
   model: string,
   now: number,
+  /** The request's seed, which TGI's `details.seed` echoes (null when it gave none). */
+  seed?: number,
 ): Record<string, unknown> {
   const created = Math.floor(now / 1000);
   // Only complete answers get here, so the reason is never `error`; the raw word is not kept in a Result.
@@ -129,12 +132,13 @@ export function nonStreamBody(
           finish_reason:
             result.finishReason === 'length' ? 'length' : result.stopSequence ? 'stop_sequence' : 'eos_token',
           generated_tokens: usage.completion_tokens,
-          seed: null,
+          seed: seed ?? null,
         },
       };
     case 'openai-responses': {
       // OpenAI's Response object: reasoning, message and calls as output items; a capped answer is
-      // `incomplete` with its reason, as the stream's terminal event says.
+      // `incomplete` with its reason, and so is its cut message, as the stream's terminal event says.
+      const cut = result.finishReason === 'length' || result.finishReason === 'content-filter';
       const output: Record<string, unknown>[] = [];
       if (result.reasoning !== '') {
         output.push({
@@ -142,13 +146,14 @@ export function nonStreamBody(
           type: 'reasoning',
           summary: [],
           content: [{ type: 'reasoning_text', text: result.reasoning }],
+          status: 'completed',
         });
       }
       if (result.text !== '' || result.toolCalls.length === 0) {
         output.push({
           id: `msg_${created}`,
           type: 'message',
-          status: 'completed',
+          status: cut ? 'incomplete' : 'completed',
           role: 'assistant',
           content: [
             {
@@ -170,9 +175,10 @@ export function nonStreamBody(
           name: call.name,
         });
       }
-      const cut = result.finishReason === 'length' || result.finishReason === 'content-filter';
       return {
-        id: result.id ?? `resp_${created}`,
+        // A Response's id is `resp_…` (the gateway replaces it with the one it stores it under); an
+        // upstream's `chatcmpl-…` id is not one.
+        id: result.id?.startsWith('resp_') ? result.id : `resp_${randomAlphanumeric(32)}`,
         object: 'response',
         created_at: created,
         status: cut ? 'incomplete' : 'completed',

@@ -91,9 +91,9 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
       llamacpp: 'top_k',
       tgi: 'parameters.top_k',
       'anthropic-messages': 'top_k',
-      'openai-responses': null,
+      'openai-responses': 'top_k',
     },
-    note: 'top_k on the OpenAI routes is the vLLM / llama-server extension',
+    note: 'top_k on the OpenAI routes (chat, completions, Responses) is the vLLM / llama-server extension',
   },
   {
     family: 'sampling',
@@ -106,9 +106,9 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
       llamacpp: 'seed',
       tgi: 'parameters.seed',
       'anthropic-messages': 'seed',
-      'openai-responses': null,
+      'openai-responses': 'seed',
     },
-    note: 'seed on /v1/messages is the llama-server / vLLM extension',
+    note: 'seed on /v1/messages and /v1/responses is the llama-server / vLLM extension',
   },
   {
     family: 'sampling',
@@ -164,8 +164,9 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
       llamacpp: 'stop',
       tgi: 'parameters.stop',
       'anthropic-messages': 'stop_sequences',
-      'openai-responses': null,
+      'openai-responses': 'stop',
     },
+    note: 'stop on /v1/responses is the llama-server / vLLM extension (OpenAI’s Responses has none)',
   },
   {
     family: 'tools',
@@ -232,8 +233,8 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
     family: 'sampling',
     field: 'repetitionPenalty',
     wire: {
-      'openai-chat': 'repetition_penalty',
-      'openai-completions': 'repetition_penalty',
+      'openai-chat': 'repetition_penalty, repeat_penalty',
+      'openai-completions': 'repetition_penalty, repeat_penalty',
       'ollama-chat': 'options.repeat_penalty',
       'ollama-generate': 'options.repeat_penalty',
       llamacpp: 'repeat_penalty',
@@ -243,7 +244,7 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
     },
     // TGI refuses a penalty that is not strictly positive (its router's validation).
     lossy: { tgi: (value) => typeof value === 'number' && value <= 0 },
-    note: 'the multiplicative penalty (1 = none; vLLM’s extension on the OpenAI routes); not frequency_penalty, which is additive; TGI takes only a positive one, so 0 is refused for it',
+    note: 'the multiplicative penalty (1 = none); on the OpenAI routes it is an extension that vLLM names `repetition_penalty` and llama-server `repeat_penalty` (each ignores the other’s), so both are written and either is read; not frequency_penalty, which is additive; TGI takes only a positive one, so 0 is refused for it',
   },
   {
     family: 'sampling',
@@ -265,7 +266,7 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
     field: 'responseFormat',
     wire: {
       'openai-chat': 'response_format',
-      'openai-completions': 'response_format',
+      'openai-completions': 'response_format, json_schema',
       'ollama-chat': 'format',
       'ollama-generate': 'format',
       llamacpp: 'json_schema',
@@ -275,7 +276,7 @@ export const REQUEST_FIELDS: readonly FieldRow[] = [
     },
     isDefault: (value) =>
       typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'text',
-    note: '`json_object` is Ollama `"json"`, and the schema `{"type": "object"}` for llama.cpp and TGI (`{type: "json", value: schema}`); a JSON schema reaches Ollama, llama.cpp and TGI without its name (a nameless one is named `response` for OpenAI); llama.cpp `grammar` and TGI `regex` grammars are not normalized',
+    note: 'on /v1/completions vLLM reads `response_format` and llama-server only `json_schema` (it reads `response_format` on its chat route alone), so both are written; `json_object` is Ollama `"json"`, and the schema `{"type": "object"}` for llama.cpp and TGI (`{type: "json", value: schema}`); a JSON schema reaches Ollama, llama.cpp and TGI without its name (a nameless one is named `response` for OpenAI); llama.cpp `grammar` and TGI `regex` grammars are not normalized',
   },
   {
     family: 'multimodal',
@@ -437,8 +438,10 @@ export function untranslatableFields(request: ChatRequest, client: DialectId, up
     }
   }
   const extra = request.extra;
+  const hints = HINT_FIELDS[client];
   if (extra !== undefined) {
     for (const [key, value] of Object.entries(extra)) {
+      if (hints?.includes(key) === true) continue;
       // Nested groups a dialect splits (Ollama `options`, TGI `parameters`, vendor `stream_options`).
       if (typeof value === 'object' && value !== null && !Array.isArray(value) && NESTED_GROUPS.has(key)) {
         for (const inner of Object.keys(value)) lost.push(`${key}.${inner}`);
@@ -447,7 +450,33 @@ export function untranslatableFields(request: ChatRequest, client: DialectId, up
       }
     }
   }
+  for (const part of request.unmapped ?? []) if (part.hint !== true) lost.push(part.name);
   return lost;
+}
+
+/**
+ * Fields that only tell a server how to keep the model (Ollama `keep_alive`: how long it stays loaded
+ * after the request), with no meaning to a server of another dialect. The gateway does not refuse a
+ * request for them — Ollama clients send them routinely, and the answer is the same without them — but
+ * drops them and names them in `x-tokenwire-dropped-params`, `drop_params` or not.
+ */
+export const HINT_FIELDS: Readonly<Partial<Record<DialectId, readonly string[]>>> = {
+  'ollama-chat': ['keep_alive'],
+  'ollama-generate': ['keep_alive'],
+};
+
+/**
+ * What a request translated from `client` to `upstream` drops without refusing it, as the client named
+ * it: its hint fields (HINT_FIELDS) and the earlier reasoning it sent back (`unmapped` hints). Empty for
+ * a same-dialect call.
+ */
+export function droppedHints(request: ChatRequest, client: DialectId, upstream: DialectId): string[] {
+  if (client === upstream) return [];
+  const dropped: string[] = [];
+  const extra = request.extra;
+  for (const key of HINT_FIELDS[client] ?? []) if (extra !== undefined && key in extra) dropped.push(key);
+  for (const part of request.unmapped ?? []) if (part.hint === true) dropped.push(part.name);
+  return dropped;
 }
 
 /** Body keys whose unread members travel in `extra` as an object of the same name. */

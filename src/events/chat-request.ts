@@ -65,6 +65,20 @@ export interface ChatRequest {
   store?: boolean | undefined;
   /** Fields of the original body that have no normalized home, passed through to same-dialect upstreams. */
   extra?: Record<string, unknown> | undefined;
+  /**
+   * Content parts the turns cannot hold (an Anthropic `document`, an OpenAI `input_audio` part…), each
+   * named by body path and type: a same-dialect upstream gets them (the body as sent); a translation
+   * refuses them, or drops them when allowed, naming them. `hint` marks earlier reasoning sent back for
+   * context (Anthropic `thinking` blocks, Responses `reasoning` items, Ollama `thinking`), which no other
+   * dialect takes: dropped and named.
+   */
+  unmapped?: UnmappedContent[] | undefined;
+}
+
+/** A content part with no normalized form: `messages[0].content[1] (document)`. */
+export interface UnmappedContent {
+  name: string;
+  hint?: boolean | undefined;
 }
 
 /** The shape asked of the answer's text. */

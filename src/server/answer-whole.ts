@@ -1,9 +1,12 @@
 import { HttpError } from '../client/client-errors.ts';
 import { runStream } from '../client/run-stream.ts';
 import { nonStreamBody } from '../dialects/non-stream-body.ts';
+import { clientBucket, clientIdentityOf } from './client-identity.ts';
 import type { Call, GatewayContext } from './gateway-context.ts';
 import { clientStatusFor, errorResponse, withoutAddresses } from './gateway-errors.ts';
 import type { StreamOutcome } from './gateway-metrics.ts';
+import { responseIdFor } from './responses-cursor.ts';
+import { randomStreamId } from './stream-id.ts';
 
 /** A client that asked for no stream: the upstream still streams, and the whole answer goes back. */
 export async function answerWhole(ctx: GatewayContext, call: Call, tgiRoot: boolean): Promise<Response> {
@@ -37,7 +40,10 @@ export async function answerWhole(ctx: GatewayContext, call: Call, tgiRoot: bool
         ttftMs,
       }),
     );
-    const answer = nonStreamBody(dialect.id, result, chat.model ?? result.model ?? 'unknown', Date.now());
+    const model = chat.model ?? result.model ?? 'unknown';
+    const answer = nonStreamBody(dialect.id, result, model, Date.now(), chat.seed);
+    if (dialect.id === 'openai-responses' && chat.store !== false)
+      await storeWholeResponse(ctx, call, answer, model);
     // TGI's `POST /` answers with a list (the HF Inference API shape).
     return Response.json(tgiRoot ? [answer] : answer);
   } catch (error) {
@@ -48,11 +54,53 @@ export async function answerWhole(ctx: GatewayContext, call: Call, tgiRoot: bool
 }
 
 /**
+ * A whole Response kept in the resume store as a stream of one event, its terminal one, under the id
+ * it is given here (`resp_<stream id>`): `GET /v1/responses/{id}` finds it as it finds streamed ones
+ * (responses-cursor.ts), bounded and expired as they are. A store that fails costs the retrieval only.
+ */
+async function storeWholeResponse(
+  ctx: GatewayContext,
+  call: Call,
+  answer: Record<string, unknown>,
+  model: string,
+): Promise<void> {
+  const streamId = randomStreamId();
+  answer.id = responseIdFor(streamId);
+  const identity = clientIdentityOf(call.request);
+  const flavor = ctx.options.flavors?.[call.dialect.id];
+  const type = answer.status === 'incomplete' ? 'response.incomplete' : 'response.completed';
+  try {
+    await ctx.store.open(streamId, {
+      dialect: call.dialect.id,
+      flavor,
+      headers: Object.assign(call.dialect.responseHeaders(flavor), { 'cache-control': 'no-cache' }),
+      model,
+      createdAt: Date.now(),
+      owner: identity.owner,
+      client: clientBucket(identity),
+    });
+    ctx.store.append(streamId, {
+      seq: 1,
+      data: JSON.stringify({ type, sequence_number: 0, response: answer }),
+      kind: type,
+    });
+    await ctx.store.close(streamId, 'complete');
+  } catch {
+    // The answer still goes out; only its later retrieval is lost (a 404 then says so).
+  }
+}
+
+/**
  * A non-stream request to an upstream of the client's own dialect: sent as the client sent it, and the
  * upstream's answer — every choice, logprob and field — returned as it is, with its status (an upstream
  * refusing the gateway's own credentials is the gateway's 502, as for streams).
  */
 export async function answerWholeAsIs(ctx: GatewayContext, call: Call): Promise<Response> {
+  // A Response is the gateway's own, as a streamed one is (relay-stream.ts re-encodes Responses by
+  // default): llama-server says `completed` for a capped answer, and only an id the gateway wrote is
+  // retrievable from `GET /v1/responses/{id}`. `sameDialectRelay: 'verbatim'` passes it on as it is.
+  if (call.dialect.id === 'openai-responses' && ctx.options.sameDialectRelay !== 'verbatim')
+    return answerWhole(ctx, call, false);
   const { request, scope, labels, target, upstream, base, upstreamAbort } = call;
   const onClientGone = () => upstreamAbort.abort();
   request.signal.addEventListener('abort', onClientGone, { once: true });

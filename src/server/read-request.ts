@@ -4,7 +4,7 @@ import { ollamaChatLoadAnswer } from '../dialects/ollama-chat/request.ts';
 import { ollamaCreatedAt } from '../dialects/ollama-family/ollama-created-at.ts';
 import { ollamaGenerateLoadAnswer } from '../dialects/ollama-generate/request.ts';
 import { getDialect } from '../dialects/registry.ts';
-import { untranslatableFields } from '../dialects/request-field-table.ts';
+import { droppedHints, untranslatableFields } from '../dialects/request-field-table.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { FlushPolicy } from './coalescer.ts';
 import type { GatewayContext, Scope } from './gateway-context.ts';
@@ -93,7 +93,10 @@ export async function readRequest(
       'invalid_request_error',
     );
   }
-  if (lost.length > 0) scope.dropped = droppedParamsHeader(lost);
+  // Hints (Ollama `keep_alive`, earlier reasoning sent back) are dropped whatever `drop_params` says,
+  // and named all the same.
+  const dropped = droppedHints(chat, dialect.id, upstreamDialect.id).concat(lost);
+  if (dropped.length > 0) scope.dropped = droppedParamsHeader(dropped);
   return { body, chat, includePrompt, flush, upstream, upstreamDialect };
 }
 

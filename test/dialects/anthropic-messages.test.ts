@@ -468,6 +468,8 @@ describe('anthropic-messages requests', () => {
       reasoning: true,
       reasoningBudgetTokens: 2048,
       extra: { metadata: { user_id: 'u1' } },
+      // Earlier thinking sent back: named, for a translation to drop (issue 30.6).
+      unmapped: [{ name: 'messages[1].content[0] (thinking)', hint: true }],
     });
     const body = anthropicMessages.toRequestBody(request);
     assert.deepEqual(body, {
@@ -499,8 +501,9 @@ describe('anthropic-messages requests', () => {
       thinking: { type: 'enabled', budget_tokens: 2048 },
       metadata: { user_id: 'u1' },
     });
-    // And back: the normalized request survives the round trip.
-    assert.deepEqual(anthropicMessages.fromRequestBody(body), request);
+    // And back: the normalized request survives the round trip (but for the thinking block, not written).
+    const { unmapped: _unmapped, ...written } = request;
+    assert.deepEqual(anthropicMessages.fromRequestBody(body), written);
   });
 
   it('maps the tool choice words and reasoning asks of other dialects', () => {

@@ -31,7 +31,8 @@ runConformance(openAiResponses, {
     'wire-examples/openai-responses-incomplete.sse',
     'wire-examples/openai-responses-failed.sse',
     'wire-examples/openai-responses-error.sse',
-    'wire-examples/openai-responses-sequence-gap.sse',
+    // openai-responses-sequence-gap.sse is not a stream that decodes: its terminal event throws (issue
+    // 33.16, test/dialects/responses-sequence-gap.test.ts).
     'wire-examples/vllm-responses-incomplete.sse',
     'wire-examples/ollama-responses-toolcall.sse',
     ...LLAMA_STREAMS,
@@ -54,8 +55,13 @@ function decoderOf(fixture: string, options: { maxOutputTokens?: number } = {}) 
     { ...openAiResponses, createDecoder: () => new OpenAiResponsesDecoder(options) },
     (event) => events.push(event),
   );
-  decoder.feed(readFixture(fixture));
-  decoder.end();
+  try {
+    decoder.feed(readFixture(fixture));
+    decoder.end();
+  } catch (error) {
+    // A sequence_number gap throws at the terminal event (issue 33.16); the findings stand.
+    if (!/an event was lost/.test(String(error))) throw error;
+  }
   return { events, state: decoder.state as OpenAiResponsesDecoder };
 }
 
@@ -444,12 +450,13 @@ describe('openai-responses requests', () => {
       () => openAiResponses.fromRequestBody({ input: 'hi', tools: [{ type: 'web_search' }] }),
       (error: unknown) => error instanceof RequestError && error.field === 'tools[0].type',
     );
-    assert.throws(
-      () =>
-        openAiResponses.fromRequestBody({
-          input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }],
-        }),
-      (error: unknown) => error instanceof RequestError && error.field === 'input[0].content[0]',
+    // A file part has no normalized form: kept for a same-dialect upstream, named for a translation to
+    // refuse (issue 30.6).
+    assert.deepEqual(
+      openAiResponses.fromRequestBody({
+        input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }],
+      }).unmapped,
+      [{ name: 'input[0].content[0] (input_file)' }],
     );
     assert.throws(
       () =>

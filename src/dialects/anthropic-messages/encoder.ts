@@ -8,8 +8,10 @@ import type { DialectEncoder, EncoderOptions, FrameKind, FrameSink, MidStreamErr
 /**
  * Which server's Messages stream to write (wire-formats.md §14.2, §14.5):
  * - `anthropic`: Anthropic's own API as its documentation shows it: `msg_…` ids, `ping` after the first
- *   block starts, each block stopped before the next starts, `stop_sequence` as a stop reason, and the
- *   cumulative usage (input and cache counts too) in `message_delta`.
+ *   block starts, each block stopped before the next starts (parallel tool calls whose fragments
+ *   interleave: the first streams, the others are held and written whole after it), `stop_sequence` as
+ *   a stop reason, and the cumulative usage (input and cache counts too, `output_tokens` always) in
+ *   `message_delta`.
  * - `llamacpp`: llama-server b10108 (captures a01, a03–a09): `chatcmpl-…` ids, usage keys in
  *   alphabetical order with `cache_read_input_tokens`, no `input` in a `tool_use` block's start, every
  *   block stopped at the end (in index order, thinking's closing empty `signature_delta` first),
@@ -30,6 +32,14 @@ export const ANTHROPIC_MESSAGES_FLAVORS: readonly AnthropicMessagesFlavor[] = [
 ];
 
 type BlockKind = 'thinking' | 'text' | 'tool';
+
+interface HeldCall {
+  id: string | undefined;
+  name: string | undefined;
+  fragments: string[];
+  /** The whole arguments once the call is known complete (its `tool-call` event). */
+  arguments: string | undefined;
+}
 
 interface Block {
   index: number;
@@ -89,8 +99,20 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
   readonly #open: Block[] = [];
   /** Tool calls that streamed as fragments (their whole `tool-call` event writes nothing more). */
   readonly #streamedTools = new Set<number>();
+  /** One block open at a time (not llama-server): the call whose block is open and still fed fragments. */
+  #liveCall: number | undefined;
+  /**
+   * Calls that arrived while another call's block was open (parallel calls whose fragments interleave):
+   * held, in arrival order, until the open block closes, then each written as one whole block.
+   */
+  readonly #held = new Map<number, HeldCall>();
   #pinged = false;
   readonly #totals = new StreamTotals();
+  /**
+   * Events that carried content: the output count written when the upstream reported none (the same
+   * estimate the client's metrics make from content chunks; the gateway marks it estimated).
+   */
+  #contentEvents = 0;
 
   constructor(options: EncoderOptions = {}) {
     this.#flavor = (options.flavor ?? 'anthropic') as AnthropicMessagesFlavor;
@@ -101,6 +123,16 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
   event(event: StreamEvent, sink: FrameSink): void {
     // One answer per message: a second choice (OpenAI `n`) has no place in this dialect.
     if ('choice' in event && event.choice !== undefined && event.choice !== 0) return;
+    if (
+      event.type === 'text' ||
+      (event.type === 'reasoning' && event.text !== '') ||
+      (event.type === 'tool-call-delta' && event.argumentsDelta !== '') ||
+      (event.type === 'tool-call' &&
+        event.arguments !== '' &&
+        !this.#streamedTools.has(event.index) &&
+        !this.#held.has(event.index))
+    )
+      this.#contentEvents += 1;
     switch (event.type) {
       case 'start':
         this.#id ??= event.id;
@@ -130,12 +162,14 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
       }
       case 'tool-call-delta': {
         this.#ensureStarted(sink, undefined);
+        if (this.#flavor !== 'llamacpp' && this.#holdDelta(event.index, event)) return;
         this.#streamedTools.add(event.index);
         const block = this.#toolBlock(event.index, event.id, event.name, sink);
         if (event.argumentsDelta !== '') this.#inputJson(block, event.argumentsDelta, sink);
         return;
       }
       case 'tool-call': {
+        if (this.#flavor !== 'llamacpp' && this.#completeCall(event, sink)) return;
         if (this.#streamedTools.has(event.index)) return;
         this.#ensureStarted(sink, undefined);
         this.#streamedTools.add(event.index);
@@ -165,6 +199,7 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
 
   end(sink: FrameSink): void {
     this.#ensureStarted(sink, undefined);
+    this.#writeHeld(sink);
     if (this.#flavor === 'llamacpp') {
       const blocks = this.#open.splice(0).sort((a, b) => a.index - b.index);
       for (const block of blocks) this.#stop(block, sink);
@@ -175,7 +210,7 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
     if (this.#flavor === 'vllm') {
       const usage = this.#totals.usage;
       sink(
-        `{"type":"message_delta","delta":{"stop_reason":${JSON.stringify(this.#stopReason(finish))}},"usage":{"input_tokens":${usage?.inputTokens ?? 0},"output_tokens":${usage?.outputTokens ?? 0}}}`,
+        `{"type":"message_delta","delta":{"stop_reason":${JSON.stringify(this.#stopReason(finish))}},"usage":{"input_tokens":${usage?.inputTokens ?? 0},"output_tokens":${this.#outputTokens()}}}`,
         MESSAGE_DELTA,
       );
       sink('{"type":"message_stop"}', MESSAGE_STOP);
@@ -191,6 +226,8 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
   }
 
   error(error: MidStreamError, sink: FrameSink): void {
+    // What was held goes out before the failure: lost text is the failure's, not ours.
+    if (this.#held.size > 0) this.#writeHeld(sink);
     if (this.#flavor === 'llamacpp') {
       const body = {
         code: error.status ?? 500,
@@ -274,10 +311,87 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
     sink(JSON.stringify({ type: 'message_start', message }), MESSAGE_START);
   }
 
+  /**
+   * One block at a time: a fragment of a call other than the open one is held (true); a fragment that
+   * opens a block makes its call the live one (false: the caller writes it).
+   */
+  #holdDelta(
+    call: number,
+    event: { id?: string | undefined; name?: string | undefined; argumentsDelta: string },
+  ): boolean {
+    if (this.#liveCall === call) return false;
+    let held = this.#held.get(call);
+    if (held === undefined) {
+      if (this.#liveCall === undefined) {
+        this.#liveCall = call;
+        return false;
+      }
+      held = { id: undefined, name: undefined, fragments: [], arguments: undefined };
+      this.#held.set(call, held);
+    }
+    if (event.id !== undefined && event.id !== '') held.id ??= event.id;
+    if (event.name !== undefined && event.name !== '') held.name ??= event.name;
+    if (event.argumentsDelta !== '') held.fragments.push(event.argumentsDelta);
+    return true;
+  }
+
+  /**
+   * A call known complete: the live one closes and the held ones follow; a held one is marked complete;
+   * a whole call that never streamed waits behind a live one. True when nothing more is to be done.
+   */
+  #completeCall(
+    event: { index: number; id: string; name: string; arguments: string },
+    sink: FrameSink,
+  ): boolean {
+    const held = this.#held.get(event.index);
+    if (held !== undefined) {
+      held.id ??= event.id;
+      held.name ??= event.name;
+      held.arguments = event.arguments;
+    } else if (this.#liveCall === event.index) {
+      this.#liveCall = undefined;
+    } else if (this.#liveCall !== undefined && !this.#streamedTools.has(event.index)) {
+      this.#held.set(event.index, {
+        id: event.id,
+        name: event.name,
+        fragments: [],
+        arguments: event.arguments,
+      });
+      return true;
+    } else {
+      return false;
+    }
+    this.#drainHeld(false, sink);
+    return true;
+  }
+
+  /** Held calls, in arrival order, each as one block, while no call is live (all of them at the end). */
+  #drainHeld(all: boolean, sink: FrameSink): void {
+    for (const [call, held] of this.#held) {
+      if (this.#liveCall !== undefined) return;
+      this.#held.delete(call);
+      this.#streamedTools.add(call);
+      const block = this.#toolBlock(call, held.id, held.name, sink);
+      const args = held.arguments ?? held.fragments.join('');
+      if (args !== '') this.#inputJson(block, args, sink);
+      // A call not known complete stays open for its next fragments (unless the stream is ending).
+      if (held.arguments === undefined && !all) this.#liveCall = call;
+    }
+  }
+
+  #writeHeld(sink: FrameSink): void {
+    this.#liveCall = undefined;
+    this.#drainHeld(true, sink);
+  }
+
   /** The open block of this kind (and tool call), or a new one (Anthropic stops the open one first). */
   #block(kind: BlockKind, call: number, sink: FrameSink): Block {
     for (const block of this.#open) if (block.kind === kind && block.call === call) return block;
-    if (this.#flavor !== 'llamacpp') this.#closeOpen(sink);
+    if (this.#flavor !== 'llamacpp') {
+      this.#closeOpen(sink);
+      // A text or thinking block ends the live call's block: its later fragments would need a new one.
+      if (kind !== 'tool') this.#liveCall = undefined;
+    }
     const block: Block = {
       index: this.#nextIndex,
       kind,
@@ -394,10 +508,9 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
    */
   #deltaUsage(usage: Usage | undefined): JsonRecord {
     const input = inputExcludingCache(usage);
-    // A count nobody reported is left out, never written as 0.
-    const output = usage?.outputTokens;
-    if (input === undefined || input === this.#startInput)
-      return output === undefined ? {} : { output_tokens: output };
+    // Anthropic's stream always carries `output_tokens` here (the AI SDK providers require it).
+    const output = this.#outputTokens();
+    if (input === undefined || input === this.#startInput) return { output_tokens: output };
     const cached = usage?.cachedInputTokens ?? 0;
     const out: JsonRecord = {};
     if (this.#flavor === 'llamacpp') {
@@ -411,8 +524,13 @@ export class AnthropicMessagesEncoder implements DialectEncoder {
         out.cache_creation_input_tokens = creation;
       if (cached !== this.#startCached) out.cache_read_input_tokens = cached;
     }
-    if (output !== undefined) out.output_tokens = output;
+    out.output_tokens = output;
     return out;
+  }
+
+  /** The upstream's output count, else its timings' (llama-server), else the content events counted. */
+  #outputTokens(): number {
+    return this.#totals.usage?.outputTokens ?? this.#totals.timings?.evalTokens ?? this.#contentEvents;
   }
 }
 

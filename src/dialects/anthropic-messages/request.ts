@@ -4,6 +4,7 @@ import type {
   ChatRequest,
   ChatToolCall,
   ToolDefinition,
+  UnmappedContent,
 } from '../../events/chat-request.ts';
 import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
@@ -42,8 +43,11 @@ const KNOWN = new Set([
  * `POST /v1/messages` body -> normalized request. `max_tokens` is required (as Anthropic's API has it);
  * `system` (a string or text blocks) becomes the first turn; content blocks map to turns: text is
  * joined, `image` blocks (base64 or URL) are the turn's images, `tool_use` blocks become the assistant
- * turn's tool calls, each `tool_result` a `tool` turn. Documents and thinking blocks have no normalized
- * home: a same-dialect upstream gets the body as it came, another sees the turns' text. `metadata` and unknown fields travel in `extra`.
+ * turn's tool calls, each `tool_result` a `tool` turn. Blocks with no normalized home (`document`,
+ * `search_result`, server tool blocks; a non-text block in a `tool_result` or `system`) are named in
+ * `unmapped`, and `thinking` / `redacted_thinking` blocks (earlier reasoning) as hints: a same-dialect
+ * upstream gets the body as it came; a translation refuses them, or drops them when allowed, and drops
+ * the hints, naming each. `metadata` and unknown fields travel in `extra`.
  */
 export function anthropicMessagesFromBody(input: unknown): ChatRequest {
   const body = requireRecord(input);
@@ -53,9 +57,10 @@ export function anthropicMessagesFromBody(input: unknown): ChatRequest {
   if (maxTokens === undefined) throw new RequestError('max_tokens is required', { field: 'max_tokens' });
   request.maxTokens = maxTokens;
   const messages: ChatMessage[] = [];
+  const unmapped: UnmappedContent[] = [];
   const system = body.system;
   if (system !== undefined && system !== null) {
-    const text = blocksText(system, 'system');
+    const text = blocksText(system, 'system', unmapped);
     if (text !== '') messages.push({ role: 'system', content: text });
   }
   const turns = body.messages;
@@ -63,9 +68,10 @@ export function anthropicMessagesFromBody(input: unknown): ChatRequest {
     throw new RequestError('messages must be a list of messages', { field: 'messages' });
   if (turns.length === 0) throw new RequestError('messages must not be empty', { field: 'messages' });
   turns.forEach((turn, i) => {
-    parseTurn(turn, `messages[${i}]`, messages);
+    parseTurn(turn, `messages[${i}]`, messages, unmapped);
   });
   request.messages = messages;
+  if (unmapped.length > 0) request.unmapped = unmapped;
   request.temperature = optionalNumber(body, 'temperature', { min: 0 });
   request.topP = optionalNumber(body, 'top_p', { min: 0, max: 1 });
   request.topK = optionalNumber(body, 'top_k', { integer: true });
@@ -105,7 +111,7 @@ export function anthropicMessagesToBody(request: ChatRequest): JsonRecord {
   return body;
 }
 
-function parseTurn(turn: unknown, path: string, out: ChatMessage[]): void {
+function parseTurn(turn: unknown, path: string, out: ChatMessage[], unmapped: UnmappedContent[]): void {
   if (!isRecord(turn)) throw new RequestError(`${path} must be an object`, { field: path });
   const role = turn.role;
   if (role !== 'user' && role !== 'assistant') {
@@ -152,15 +158,22 @@ function parseTurn(turn: unknown, path: string, out: ChatMessage[]): void {
         out.push({
           role: 'tool',
           toolCallId: id,
-          content: result === undefined ? '' : blocksText(result, `${at}.content`),
+          content: result === undefined ? '' : blocksText(result, `${at}.content`, unmapped),
         });
         return;
       }
       case 'image':
         images.push(readImage(block.source, `${at}.source`));
         return;
+      case 'thinking':
+      case 'redacted_thinking':
+        // Earlier reasoning sent back: Anthropic's API itself ignores it in earlier turns; no other
+        // dialect takes it.
+        unmapped.push({ name: `${at} (${block.type})`, hint: true });
+        return;
       default:
-        // document, thinking, redacted_thinking, server tool blocks: no normalized home.
+        // document, search_result, server tool blocks: no normalized home.
+        unmapped.push({ name: `${at} (${block.type})` });
         return;
     }
   });
@@ -193,19 +206,20 @@ function anthropicImage(image: ChatImage): JsonRecord {
   };
 }
 
-/** A string, or text blocks (`system`, a `tool_result`'s content), as one text. */
-function blocksText(value: unknown, path: string): string {
+/** A string, or text blocks (`system`, a `tool_result`'s content), as one text; other blocks are unmapped. */
+function blocksText(value: unknown, path: string, unmapped: UnmappedContent[]): string {
   if (typeof value === 'string') return value;
   if (!Array.isArray(value)) {
     throw new RequestError(`${path} must be a string or a list of text blocks`, { field: path });
   }
   let text = '';
-  for (const block of value) {
+  value.forEach((block, i) => {
     if (!isRecord(block) || typeof block.type !== 'string') {
       throw new RequestError(`${path} must hold content blocks with a type`, { field: path });
     }
     if (block.type === 'text' && typeof block.text === 'string') text += block.text;
-  }
+    else unmapped.push({ name: `${path}[${i}] (${block.type})` });
+  });
   return text;
 }
 

@@ -5,6 +5,7 @@ import type {
   ChatToolCall,
   ResponseFormat,
   ToolDefinition,
+  UnmappedContent,
 } from '../../events/chat-request.ts';
 import { RequestError } from '../dialect.ts';
 import { isRecord, type JsonRecord } from './json-fields.ts';
@@ -108,16 +109,26 @@ export function optionalStopList(body: JsonRecord, key: string, path = key): str
 
 const ROLES = new Set<string>(['system', 'developer', 'user', 'assistant', 'tool']);
 
-/** Message content: a string, null, or a list of parts whose text parts are joined. */
+/**
+ * Message content: a string, null, or a list of parts whose text parts are joined (a part with no
+ * normalized form is refused, naming it).
+ */
 export function messageContent(value: unknown, path: string): string {
   return readContent(value, path).text;
 }
 
 /**
- * Content and its images: a string, null, or a list of parts — text parts joined, OpenAI `image_url`
- * parts (`{type: "image_url", image_url: {url}}`, a data URL or an http(s) one) read as images.
+ * Content and its images: a string, null, or a list of parts — text parts joined (an assistant's
+ * `refusal` part is its text), OpenAI `image_url` parts (`{type: "image_url", image_url: {url}}`, a data
+ * URL or an http(s) one) read as images. Any other part (`input_audio`, `file`…) has no normalized form:
+ * named in `unmapped` (kept for a same-dialect upstream, refused or dropped by a translation), or refused
+ * here when there is no `unmapped` list.
  */
-function readContent(value: unknown, path: string): { text: string; images: ChatImage[] | undefined } {
+function readContent(
+  value: unknown,
+  path: string,
+  unmapped?: UnmappedContent[],
+): { text: string; images: ChatImage[] | undefined } {
   if (value === undefined || value === null) return { text: '', images: undefined };
   if (typeof value === 'string') return { text: value, images: undefined };
   if (Array.isArray(value)) {
@@ -134,7 +145,14 @@ function readContent(value: unknown, path: string): { text: string; images: Chat
         if (typeof url !== 'string') throw new RequestError(`${at}.url must be a string`, { field: at });
         images ??= [];
         images.push(imageFromUrl(url, at));
-      } else if (!(isRecord(part) && typeof part.type === 'string')) {
+      } else if (isRecord(part) && part.type === 'refusal' && typeof part.refusal === 'string') {
+        text += part.refusal;
+      } else if (isRecord(part) && typeof part.type === 'string') {
+        const name = `${path}[${i}] (${part.type})`;
+        if (unmapped === undefined)
+          throw new RequestError(`${name}: this content part cannot be carried`, { field: `${path}[${i}]` });
+        unmapped.push({ name });
+      } else {
         throw new RequestError(`${path} parts must be objects with a type`, { field: path });
       }
     });
@@ -181,14 +199,21 @@ export function imageMediaType(image: ChatImage): string {
   return 'image/png';
 }
 
-/** OpenAI-style messages (also Ollama's, whose tool-call arguments are objects). */
-export function parseMessages(body: JsonRecord, key = 'messages'): ChatMessage[] {
+/**
+ * OpenAI-style messages (also Ollama's, whose tool-call arguments are objects). Content parts with no
+ * normalized form, and an Ollama turn's `thinking` (earlier reasoning: a hint), go to `unmapped`.
+ */
+export function parseMessages(
+  body: JsonRecord,
+  key = 'messages',
+  unmapped: UnmappedContent[] = [],
+): ChatMessage[] {
   const value = body[key];
   if (!Array.isArray(value)) throw new RequestError(`${key} must be a list of messages`, { field: key });
-  return value.map((item, i) => parseMessage(item, `${key}[${i}]`));
+  return value.map((item, i) => parseMessage(item, `${key}[${i}]`, unmapped));
 }
 
-function parseMessage(item: unknown, path: string): ChatMessage {
+function parseMessage(item: unknown, path: string, unmapped: UnmappedContent[]): ChatMessage {
   if (!isRecord(item)) throw new RequestError(`${path} must be an object`, { field: path });
   const role = item.role;
   if (typeof role !== 'string' || !ROLES.has(role)) {
@@ -196,7 +221,10 @@ function parseMessage(item: unknown, path: string): ChatMessage {
       field: `${path}.role`,
     });
   }
-  const content = readContent(item.content, `${path}.content`);
+  const content = readContent(item.content, `${path}.content`, unmapped);
+  // Ollama's earlier reasoning sent back for context: no other dialect takes it.
+  if (typeof item.thinking === 'string' && item.thinking !== '')
+    unmapped.push({ name: `${path}.thinking`, hint: true });
   // `developer` is OpenAI's newer name for the system turn: a system turn, marked.
   const message: ChatMessage = {
     role: role === 'developer' ? 'system' : (role as ChatRole),

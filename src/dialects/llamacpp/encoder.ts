@@ -29,8 +29,11 @@ type StopType = 'eos' | 'word' | 'limit' | 'none';
  *   out: an invented id list could be misread as real;
  * - `completion_probabilities` on a partial event is the text event's log probabilities (any upstream's,
  *   `n_probs`), in the server's key order, and left out when it has none;
- * - `tokens_evaluated` on partial events is the prompt size when a usage event came before the text
- *   (a llama.cpp upstream reports it on the first partial event), else 0;
+ * - `tokens_evaluated` (on partial events and the final one) is the prompt size when the upstream
+ *   reported it (before the text, on partial events: a llama.cpp upstream does), else left out; the
+ *   final event's `id_slot` (the server's slot number) is left out, as are `tokens_cached` and
+ *   `truncated` when the upstream did not report them (a made-up 0 or false would read as a fact);
+ *   `id_slot: -1` on partial events is the server's constant there (modern flavor);
  * - `prompt` is left out (the server's rendered prompt is not known), and `generation_settings` holds
  *   only what the request said (`seed`, `temperature`, `n_predict`) and `stream` — never a server
  *   default standing in for a value nobody knows;
@@ -113,7 +116,7 @@ export class LlamacppEncoder implements DialectEncoder {
   ): void {
     this.#predicted += 1;
     if (this.#flavor === 'legacy') {
-      const legacy: JsonRecord = { content, stop: false, id_slot: 0, multimodal: false, index: 0 };
+      const legacy: JsonRecord = { content, stop: false, multimodal: false, index: 0 };
       if (logprobs !== undefined) legacy.completion_probabilities = tokenLogprobsList(logprobs, 'llamacpp');
       sink(JSON.stringify(legacy));
       return;
@@ -123,7 +126,8 @@ export class LlamacppEncoder implements DialectEncoder {
     event.stop = false;
     event.id_slot = -1;
     event.tokens_predicted = this.#predicted;
-    event.tokens_evaluated = this.#totals.usage?.inputTokens ?? 0;
+    const evaluated = this.#totals.usage?.inputTokens;
+    if (evaluated !== undefined) event.tokens_evaluated = evaluated;
     if (logprobs !== undefined) event.completion_probabilities = tokenLogprobsList(logprobs, 'llamacpp');
     if (timings !== undefined) event.timings = timings;
     sink(llamacppJson(event));
@@ -146,29 +150,27 @@ export class LlamacppEncoder implements DialectEncoder {
     const model = this.#model ?? 'unknown';
     const usage = this.#totals.usage;
     const output = usage?.outputTokens ?? this.#predicted;
-    const input = usage?.inputTokens ?? 0;
+    const input = usage?.inputTokens;
     const raw = isRecord(usage?.raw) ? usage.raw : {};
     const tokensCached =
-      typeof raw.tokens_cached === 'number' ? raw.tokens_cached : Math.max(0, input + output - 1);
-    const truncated = typeof raw.truncated === 'boolean' ? raw.truncated : false;
+      typeof raw.tokens_cached === 'number'
+        ? raw.tokens_cached
+        : input === undefined
+          ? undefined
+          : Math.max(0, input + output - 1);
+    const truncated = typeof raw.truncated === 'boolean' ? raw.truncated : undefined;
     const stoppingWord = stopType === 'word' ? (this.#totals.finish?.stopSequence ?? '') : '';
     if (this.#flavor === 'legacy') {
-      const event: JsonRecord = {
-        content: '',
-        id_slot: 0,
-        stop: true,
-        model,
-        tokens_predicted: output,
-        tokens_evaluated: input,
-        generation_settings: this.#settings(true, model),
-        has_new_line: this.#hasNewLine,
-        truncated,
-        stopped_eos: stopType === 'eos',
-        stopped_word: stopType === 'word',
-        stopped_limit: stopType === 'limit',
-        stopping_word: stoppingWord,
-        tokens_cached: tokensCached,
-      };
+      const event: JsonRecord = { content: '', stop: true, model, tokens_predicted: output };
+      if (input !== undefined) event.tokens_evaluated = input;
+      event.generation_settings = this.#settings(true, model);
+      event.has_new_line = this.#hasNewLine;
+      if (truncated !== undefined) event.truncated = truncated;
+      event.stopped_eos = stopType === 'eos';
+      event.stopped_word = stopType === 'word';
+      event.stopped_limit = stopType === 'limit';
+      event.stopping_word = stoppingWord;
+      if (tokensCached !== undefined) event.tokens_cached = tokensCached;
       if (timings !== undefined) event.timings = timings;
       event.index = 0;
       return event;
@@ -177,18 +179,18 @@ export class LlamacppEncoder implements DialectEncoder {
       index: 0,
       content: '',
       tokens: [],
-      id_slot: 0,
       stop: true,
       model,
       tokens_predicted: output,
-      tokens_evaluated: input,
-      generation_settings: this.#settings(false, model),
-      has_new_line: this.#hasNewLine,
-      truncated,
-      stop_type: stopType,
-      stopping_word: stoppingWord,
-      tokens_cached: tokensCached,
     };
+    if (input !== undefined) event.tokens_evaluated = input;
+    event.generation_settings = this.#settings(false, model);
+    // Not invented: the server sets it the same way, when the text it sent held a line break.
+    event.has_new_line = this.#hasNewLine;
+    if (truncated !== undefined) event.truncated = truncated;
+    event.stop_type = stopType;
+    event.stopping_word = stoppingWord;
+    if (tokensCached !== undefined) event.tokens_cached = tokensCached;
     if (timings !== undefined) event.timings = timings;
     return event;
   }

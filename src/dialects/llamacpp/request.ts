@@ -33,7 +33,9 @@ const KNOWN = new Set([
 ]);
 
 /**
- * `POST /completion` body -> normalized request (wire-formats.md §4.10). `n_predict` (aliases
+ * `POST /completion` body -> normalized request (wire-formats.md §4.10). A `prompt` that is not one
+ * string (several prompts, token ids, a multimodal prompt) travels in `extra`: relayed to a llama.cpp
+ * upstream, refused (400 naming `prompt`) by any other. `n_predict` (aliases
  * `max_tokens`, `max_completion_tokens`) is the output cap; a negative `n_predict` ("until end of
  * sequence or context") and a negative `seed` ("random") have no normalized meaning and travel in
  * `extra`, as do llama.cpp's own options (`cache_prompt`, `grammar`, `mirostat`…). `repeat_penalty`,
@@ -45,13 +47,20 @@ export function llamacppFromBody(input: unknown): ChatRequest {
   const prompt = body.prompt;
   if (prompt === undefined || prompt === null)
     throw new RequestError('prompt is required', { field: 'prompt' });
-  if (typeof prompt !== 'string') {
-    throw new RequestError('prompt must be a string (token-id prompts and prompt lists are not supported)', {
-      field: 'prompt',
-    });
-  }
-  const request: ChatRequest = { prompt };
   const extra = extraFields(body, KNOWN) ?? {};
+  let text: string;
+  if (typeof prompt === 'string') text = prompt;
+  else if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') text = prompt[0];
+  else if (Array.isArray(prompt) || isRecord(prompt)) {
+    // Several prompts (answered as interleaved streams, `index` 0, 1…), token ids, a multimodal prompt:
+    // the server's own, with no normalized form. Kept for a llama.cpp upstream (which gets the body as it
+    // came); `extra.prompt` makes any other refuse it, naming `prompt`.
+    text = '';
+    extra.prompt = prompt;
+  } else {
+    throw new RequestError('prompt must be a string, a list of prompts, or token ids', { field: 'prompt' });
+  }
+  const request: ChatRequest = { prompt: text };
   request.model = optionalString(body, 'model');
   const nPredict = optionalNumber(body, 'n_predict', { integer: true });
   if (nPredict !== undefined && nPredict < 0) extra.n_predict = nPredict;

@@ -1,4 +1,9 @@
-import { type ChatMessage, type ChatRequest, requestMessages } from '../../events/chat-request.ts';
+import {
+  type ChatMessage,
+  type ChatRequest,
+  requestMessages,
+  type UnmappedContent,
+} from '../../events/chat-request.ts';
 import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   extraFields,
@@ -35,14 +40,17 @@ const KNOWN = new Set([
  * reasoning from `think`, structured output from `format`, tools in the OpenAI shape, message `images`
  * (base64) as the turn's images. Ollama always reports usage on its `done` line, so `includeUsage` is
  * set: a translated upstream must be asked for the counts. `logprobs: true` with `top_logprobs` is
- * `logprobs` (the top-K count); `keep_alive`, `truncate` and every other field travel in `extra` (with
- * the rest of `options` in `extra.options`). Message `thinking` is
- * not kept.
+ * `logprobs` (the top-K count); `keep_alive` (a hint, dropped and named by a translation: HINT_FIELDS),
+ * `truncate` and every other field travel in `extra` (with the rest of `options` in `extra.options`). A
+ * turn's `thinking` (earlier reasoning) is a hint in `unmapped`.
  */
 export function ollamaChatFromBody(input: unknown): ChatRequest {
   const { body, model } = requireOllamaBody(input);
-  const messages = body.messages === undefined || body.messages === null ? [] : parseMessages(body);
+  const unmapped: UnmappedContent[] = [];
+  const messages =
+    body.messages === undefined || body.messages === null ? [] : parseMessages(body, 'messages', unmapped);
   const request: ChatRequest = { model, messages, includeUsage: true };
+  if (unmapped.length > 0) request.unmapped = unmapped;
   // No turns: Ollama loads the model and answers `done_reason: "load"`.
   if (messages.length === 0) request.loadOnly = true;
   const stream = optionalBoolean(body, 'stream');

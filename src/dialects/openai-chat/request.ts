@@ -1,4 +1,4 @@
-import type { ChatMessage, ChatRequest } from '../../events/chat-request.ts';
+import type { ChatMessage, ChatRequest, UnmappedContent } from '../../events/chat-request.ts';
 import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   dropUndefined,
@@ -38,7 +38,9 @@ const KNOWN = new Set([
 /** `POST /v1/chat/completions` body -> normalized request. */
 export function openAiChatFromBody(input: unknown): ChatRequest {
   const body = requireRecord(input);
-  const request: ChatRequest = { messages: parseMessages(body) };
+  const unmapped: UnmappedContent[] = [];
+  const request: ChatRequest = { messages: parseMessages(body, 'messages', unmapped) };
+  if (unmapped.length > 0) request.unmapped = unmapped;
   if (request.messages!.length === 0)
     throw new RequestError('messages must not be empty', { field: 'messages' });
   readOpenAiSampling(body, request);

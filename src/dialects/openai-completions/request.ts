@@ -1,7 +1,8 @@
 import { type ChatRequest, renderPrompt } from '../../events/chat-request.ts';
-import type { JsonRecord } from '../common/json-fields.ts';
+import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
   dropUndefined,
+  formatSchema,
   optionalBoolean,
   optionalNumber,
   optionalString,
@@ -17,7 +18,7 @@ import {
 } from '../openai-family/openai-request-fields.ts';
 
 /** Fields read into the normalized request (everything else travels in `extra`). */
-const KNOWN = new Set([...OPENAI_SAMPLING_FIELDS, 'prompt', 'logprobs']);
+const KNOWN = new Set([...OPENAI_SAMPLING_FIELDS, 'prompt', 'logprobs', 'json_schema']);
 
 /** `POST /v1/completions` body -> normalized request. */
 export function openAiCompletionsFromBody(input: unknown): ChatRequest {
@@ -31,7 +32,27 @@ export function openAiCompletionsFromBody(input: unknown): ChatRequest {
   request.logprobs = optionalNumber(body, 'logprobs', { integer: true, min: 0 });
   optionalString(body, 'suffix');
   readExtraAndStreamOptions(body, request, KNOWN);
+  readJsonSchema(body, request);
   return dropUndefined(request);
+}
+
+/**
+ * llama-server's own name for the schema on this route (it reads `response_format` only on its chat
+ * route): the format, when there is no `response_format`. Beside one that asks for the same schema (as
+ * the gateway writes both) it says nothing more; beside a different one it travels in `extra`, so that a
+ * translation names it rather than losing it.
+ */
+function readJsonSchema(body: JsonRecord, request: ChatRequest): void {
+  const schema = body.json_schema;
+  if (schema === undefined || schema === null) return;
+  if (!isRecord(schema))
+    throw new RequestError('json_schema must be a JSON schema object', { field: 'json_schema' });
+  const format = request.responseFormat;
+  if (format === undefined) request.responseFormat = { type: 'json_schema', schema };
+  else if (format.type === 'text' || JSON.stringify(formatSchema(format)) !== JSON.stringify(schema)) {
+    request.extra ??= {};
+    request.extra.json_schema = schema;
+  }
 }
 
 /**
@@ -65,6 +86,10 @@ export function openAiCompletionsToBody(request: ChatRequest): JsonRecord {
     stream: true,
   };
   writeOpenAiSampling(request, body);
+  // vLLM reads the format as `response_format` on this route; llama-server reads it only on its chat
+  // route and takes the bare schema as `json_schema` here (each ignores the other's): both are written.
+  if (request.responseFormat !== undefined && request.responseFormat.type !== 'text')
+    body.json_schema = formatSchema(request.responseFormat);
   if (request.logprobs !== undefined) body.logprobs = request.logprobs;
   writeStreamOptionsAndExtra(request, body);
   return body;

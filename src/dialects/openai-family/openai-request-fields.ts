@@ -24,6 +24,7 @@ export const OPENAI_SAMPLING_FIELDS: readonly string[] = [
   'frequency_penalty',
   'presence_penalty',
   'repetition_penalty',
+  'repeat_penalty',
   'min_p',
   'n',
   'response_format',
@@ -41,8 +42,10 @@ export function readOpenAiSampling(body: JsonRecord, request: ChatRequest): void
   request.stop = optionalStopList(body, 'stop');
   request.frequencyPenalty = optionalNumber(body, 'frequency_penalty');
   request.presencePenalty = optionalNumber(body, 'presence_penalty');
-  // vLLM's extensions (llama-server reads `repeat_penalty` on these routes, vLLM `repetition_penalty`).
-  request.repetitionPenalty = optionalNumber(body, 'repetition_penalty', { min: 0 });
+  // The servers' extensions: vLLM reads `repetition_penalty` on these routes, llama-server `repeat_penalty`.
+  request.repetitionPenalty =
+    optionalNumber(body, 'repetition_penalty', { min: 0 }) ??
+    optionalNumber(body, 'repeat_penalty', { min: 0 });
   request.minP = optionalNumber(body, 'min_p', { min: 0, max: 1 });
   request.n = optionalNumber(body, 'n', { integer: true, min: 1 });
   request.responseFormat = parseOpenAiResponseFormat(body.response_format);
@@ -80,7 +83,12 @@ export function writeOpenAiSampling(request: ChatRequest, body: JsonRecord): voi
   if (request.stop !== undefined) body.stop = request.stop;
   if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty;
   if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty;
-  if (request.repetitionPenalty !== undefined) body.repetition_penalty = request.repetitionPenalty;
+  // Both servers' names for it (vLLM's and llama-server's; each ignores the other's): an upstream known
+  // only as "OpenAI-shaped" may be either, and the penalty must not be lost on one of them.
+  if (request.repetitionPenalty !== undefined) {
+    body.repetition_penalty = request.repetitionPenalty;
+    body.repeat_penalty = request.repetitionPenalty;
+  }
   if (request.minP !== undefined) body.min_p = request.minP;
   if (request.n !== undefined) body.n = request.n;
   if (request.responseFormat !== undefined)

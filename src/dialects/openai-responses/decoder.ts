@@ -22,6 +22,7 @@ import { parseLlamacppTimings } from '../llamacpp-family/llamacpp-timings.ts';
  * (`tokenwire inspect` lists them). Kept on the decoder, not in the events, so a relay's output and the
  * Result are the same whether or not anyone reads them.
  * - `sequence-gap`: a `sequence_number` that is not the previous one plus one (an event lost or reordered).
+ *   The stream is then not complete: its terminal event throws a `DialectError` naming the gap.
  * - `sequence-missing`: some events carry `sequence_number` and this one does not.
  * - `completed-at-cap`: `status: "completed"` with as many output tokens as the request's cap
  *   (llama-server b10108 says `completed` when `max_output_tokens` cut the answer): read as `length`.
@@ -199,6 +200,8 @@ export class OpenAiResponsesDecoder implements DialectDecoder {
           code: 'sequence-missing',
           message: `${type} has no sequence_number`,
         });
+        // It arrived all the same: the next number is one past the number it would have had.
+        if (this.#lastSequence !== undefined) this.#lastSequence += 1;
       }
       this.sequenceNumbers = false;
       return;
@@ -310,6 +313,15 @@ export class OpenAiResponsesDecoder implements DialectDecoder {
   }
 
   #terminal(type: string, response: JsonRecord, payload: JsonRecord, emit: Emit): void {
+    // A lost event is lost text: an answer with a gap in its numbers is not whole, whatever its terminal
+    // event says. The stream fails as malformed, naming the gap; what arrived stays in the partial answer.
+    const gap = this.findings.find((finding) => finding.code === 'sequence-gap');
+    if (gap !== undefined) {
+      throw new DialectError(
+        'openai-responses',
+        `${gap.message}: an event was lost, so the answer misses what it carried (${type} not taken as its end)`,
+      );
+    }
     this.terminated = true;
     this.sawTerminator = true;
     // llama-server names the model and the creation time only here.

@@ -10,11 +10,15 @@ import { llamacppTimingsObject } from '../llamacpp-family/llamacpp-timings.ts';
 /**
  * Which server's Responses stream to write (wire-formats.md §14.3, §14.5):
  * - `openai`: the shape OpenAI documents, which its SDK's `responses.stream()` reads: `sequence_number`
- *   from 0 on every event, `output_index`/`content_index`, each item closed before the next opens, a full
- *   `response` object on the lifecycle events, and `response.incomplete` when the cap cut the answer.
+ *   from 0 on every event, `output_index`/`content_index`, each item closed before the next opens (but
+ *   function calls, which stay open side by side until complete: their fragments may interleave), a
+ *   reasoning item's `reasoning_text` part opened (`content_part.added`) before its deltas, a full
+ *   `response` object on the lifecycle events, and `response.incomplete` when the cap cut the answer,
+ *   the items it cut saying `status: "incomplete"`.
  * - `vllm`: the same events, each serialized in the field order of the `openai` package's pydantic
- *   models vLLM dumps (alphabetical at the event level); the cap is `response.completed` with
- *   `status: "incomplete"` and `incomplete_details`.
+ *   models vLLM dumps (alphabetical at the event level), the reasoning part as vLLM's own
+ *   `response.reasoning_part.added`/`.done`; the cap is `response.completed` with `status: "incomplete"`
+ *   and `incomplete_details` (its items still `completed`, as vLLM writes them).
  * - `llamacpp`: llama-server b10108, byte for byte (captures p01–p10): no `sequence_number`, no
  *   indexes, a three-field `response` until the end, items closed only at the end (a message's done
  *   events after a later call's deltas), no `function_call_arguments.done`, `response.completed` with
@@ -61,7 +65,10 @@ interface CallItem {
   closed: boolean;
 }
 
-type Item = MessageItem | ReasoningItem | CallItem;
+type Item = (MessageItem | ReasoningItem | CallItem) & {
+  /** Cut by the cap (openai flavor): `status: "incomplete"` in its `output_item.done` and the output. */
+  incomplete?: boolean;
+};
 
 export class OpenAiResponsesEncoder implements DialectEncoder {
   readonly framing = 'sse' as const;
@@ -164,10 +171,13 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
   end(sink: FrameSink): void {
     this.flush(sink);
     this.#begin(sink);
-    this.#closeAll(sink);
     const finish = this.#finish;
     const reason = finish?.reason;
     const flavor = this.#flavor;
+    // OpenAI says `incomplete` of the items the cap cut (vLLM says `completed`, which it calls a bug).
+    if (flavor === 'openai' && (reason === 'length' || reason === 'content-filter'))
+      for (const item of this.#items) if (!item.closed) item.incomplete = true;
+    this.#closeAll(sink);
     let type = 'response.completed';
     let status = 'completed';
     let details: JsonRecord | null = null;
@@ -272,7 +282,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
   ): void {
     let message = this.#message;
     if (message === undefined || message.closed) {
-      if (this.#flavor !== 'llamacpp' && this.#flavor !== 'ollama') this.#closeOpen(sink);
+      if (this.#flavor !== 'llamacpp' && this.#flavor !== 'ollama') this.#closeOpen(sink, false);
       else if (this.#flavor === 'ollama') this.#closeReasoning(sink);
       message = {
         kind: 'message',
@@ -354,7 +364,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
   #reasoningText(text: string, itemId: string | undefined, sink: FrameSink): void {
     let reasoning = this.#reasoning;
     if (reasoning === undefined || reasoning.closed) {
-      if (this.#flavor === 'openai' || this.#flavor === 'vllm') this.#closeOpen(sink);
+      if (this.#flavor === 'openai' || this.#flavor === 'vllm') this.#closeOpen(sink, false);
       reasoning = {
         kind: 'reasoning',
         id:
@@ -379,6 +389,20 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
             ? { id: reasoning.id, type: 'reasoning', summary: [] }
             : { id: reasoning.id, type: 'reasoning', summary: [], content: [], status: 'in_progress' };
         this.#write('response.output_item.added', { output_index: reasoning.outputIndex, item }, sink);
+        // The reasoning text's part, which the `openai` SDK needs before the first delta (OpenAI's
+        // `content_part.added`; vLLM names it `reasoning_part.added`, wire-formats.md §14.3).
+        if (this.#flavor !== 'ollama') {
+          this.#write(
+            this.#flavor === 'vllm' ? 'response.reasoning_part.added' : 'response.content_part.added',
+            {
+              item_id: reasoning.id,
+              output_index: reasoning.outputIndex,
+              content_index: 0,
+              part: { type: 'reasoning_text', text: '' },
+            },
+            sink,
+          );
+        }
       }
     }
     reasoning.text += text;
@@ -433,7 +457,9 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
   }
 
   #openCall(index: number, id: string | undefined, name: string | undefined, sink: FrameSink): CallItem {
-    if (this.#flavor === 'openai' || this.#flavor === 'vllm') this.#closeOpen(sink);
+    // Parallel calls stay open side by side (their fragments may interleave; every event names its
+    // item): each closes once, when it is complete or at the end.
+    if (this.#flavor === 'openai' || this.#flavor === 'vllm') this.#closeOpen(sink, false);
     if (this.#flavor === 'ollama') this.#closeReasoning(sink);
     const suffix = randomAlphanumeric(32);
     const callId = id ?? `call_${suffix}`;
@@ -501,14 +527,16 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
       }
     }
     if (this.#flavor === 'ollama') this.#callsWritten = true;
-    // llama-server closes its items only at the end.
-    if (this.#flavor !== 'llamacpp') this.#closeItem(call, sink);
+    // llama-server closes its items only at the end; an item is done exactly once.
+    if (this.#flavor !== 'llamacpp' && !call.closed) this.#closeItem(call, sink);
   }
 
   // ---- closing items ----
 
-  #closeOpen(sink: FrameSink): void {
-    for (const item of this.#items) if (!item.closed) this.#closeItem(item, sink);
+  /** Every open item, or (calls: false) every open one but the calls still taking fragments. */
+  #closeOpen(sink: FrameSink, calls = true): void {
+    for (const item of this.#items)
+      if (!item.closed && (calls || item.kind !== 'function_call')) this.#closeItem(item, sink);
   }
 
   #closeReasoning(sink: FrameSink): void {
@@ -574,9 +602,11 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
           sink,
         );
       } else if (flavor !== 'llamacpp') {
+        const at = { item_id: item.id, output_index: item.outputIndex, content_index: 0 };
+        this.#write('response.reasoning_text.done', Object.assign({}, at, { text: item.text }), sink);
         this.#write(
-          'response.reasoning_text.done',
-          { item_id: item.id, output_index: item.outputIndex, content_index: 0, text: item.text },
+          flavor === 'vllm' ? 'response.reasoning_part.done' : 'response.content_part.done',
+          Object.assign({}, at, { part: { type: 'reasoning_text', text: item.text } }),
           sink,
         );
       }
@@ -604,6 +634,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
   /** An item as `output_item.done` and the terminal response's `output` show it. */
   #doneItem(item: Item): JsonRecord {
     const flavor = this.#flavor;
+    const status = item.incomplete === true ? 'incomplete' : 'completed';
     switch (item.kind) {
       case 'message': {
         const part = {
@@ -613,8 +644,8 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
           text: item.text,
         };
         return flavor === 'llamacpp'
-          ? { type: 'message', status: 'completed', id: item.id, content: [part], role: 'assistant' }
-          : { id: item.id, type: 'message', status: 'completed', role: 'assistant', content: [part] };
+          ? { type: 'message', status, id: item.id, content: [part], role: 'assistant' }
+          : { id: item.id, type: 'message', status, role: 'assistant', content: [part] };
       }
       case 'reasoning':
         if (flavor === 'llamacpp') {
@@ -639,13 +670,14 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
           type: 'reasoning',
           summary: [],
           content: [{ type: 'reasoning_text', text: item.text }],
+          status,
         };
       case 'function_call':
         return flavor === 'llamacpp'
           ? {
               id: item.id,
               type: 'function_call',
-              status: 'completed',
+              status,
               arguments: item.arguments,
               call_id: item.callId,
               name: item.name,
@@ -653,7 +685,7 @@ export class OpenAiResponsesEncoder implements DialectEncoder {
           : {
               id: item.id,
               type: 'function_call',
-              status: 'completed',
+              status,
               arguments: item.arguments,
               call_id: item.callId,
               name: item.name,

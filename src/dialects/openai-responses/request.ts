@@ -4,6 +4,7 @@ import type {
   ChatRequest,
   ResponseFormat,
   ToolDefinition,
+  UnmappedContent,
 } from '../../events/chat-request.ts';
 import { isRecord, type JsonRecord } from '../common/json-fields.ts';
 import {
@@ -69,8 +70,10 @@ export function responsesFromBody(input: unknown): ChatRequest {
   const instructions = optionalString(body, 'instructions');
   if (instructions !== undefined && instructions !== '')
     messages.push({ role: 'system', content: instructions });
-  readInput(body.input, messages);
+  const unmapped: UnmappedContent[] = [];
+  readInput(body.input, messages, unmapped);
   const request: ChatRequest = { messages };
+  if (unmapped.length > 0) request.unmapped = unmapped;
   request.model = optionalString(body, 'model');
   request.maxTokens = optionalNumber(body, 'max_output_tokens', { integer: true, min: 0 });
   request.temperature = optionalNumber(body, 'temperature', { min: 0 });
@@ -91,7 +94,7 @@ export function responsesFromBody(input: unknown): ChatRequest {
 }
 
 /** `input`: a string (one user turn) or a list of items: messages, `function_call`, `function_call_output`. */
-function readInput(input: unknown, messages: ChatMessage[]): void {
+function readInput(input: unknown, messages: ChatMessage[], unmapped: UnmappedContent[]): void {
   if (typeof input === 'string') {
     messages.push({ role: 'user', content: input });
     return;
@@ -106,7 +109,7 @@ function readInput(input: unknown, messages: ChatMessage[]): void {
     const type = item.type ?? (item.role === undefined ? undefined : 'message');
     switch (type) {
       case 'message': {
-        const parts = inputParts(item.content, `${path}.content`);
+        const parts = inputParts(item.content, `${path}.content`, unmapped);
         const message: ChatMessage = { role: inputRole(item.role, path), content: parts.text };
         // `developer` is a system turn, marked so that an OpenAI-family upstream gets it back.
         if (item.role === 'developer') message.developer = true;
@@ -132,12 +135,13 @@ function readInput(input: unknown, messages: ChatMessage[]): void {
         messages.push({
           role: 'tool',
           toolCallId: requiredString(item, 'call_id', path),
-          content: inputContent(item.output, `${path}.output`),
+          content: inputParts(item.output, `${path}.output`, unmapped, false).text,
         });
         return;
       case 'reasoning':
         // Earlier reasoning sent back for context: no normalized place, and servers drop it or keep it
-        // opaque (Ollama reads only `encrypted_content`), so it is not carried.
+        // opaque (Ollama reads only `encrypted_content`): a hint, dropped and named by a translation.
+        unmapped.push({ name: `${path} (reasoning)`, hint: true });
         return;
       default:
         throw new RequestError(
@@ -157,16 +161,16 @@ function inputRole(role: unknown, path: string): ChatMessage['role'] {
   });
 }
 
-/** Content: a string or a list of text parts (`input_text`, `output_text`, `text`), joined. */
-function inputContent(content: unknown, path: string): string {
-  const parts = inputParts(content, path, false);
-  return parts.text;
-}
-
-/** Text parts joined, and `input_image` parts (`image_url`: a data URL or an http(s) one) when allowed. */
+/**
+ * Text parts joined (`input_text`, `output_text`, `text`; an assistant's `refusal` is its text), and
+ * `input_image` parts given by `image_url` (a data URL or an http(s) one) when allowed. Any other part
+ * (`input_file`, `input_audio`, an image by `file_id`, an image in a tool's output) has no normalized
+ * form: named in `unmapped` (kept for a same-dialect upstream, refused or dropped by a translation).
+ */
 function inputParts(
   content: unknown,
   path: string,
+  unmapped: UnmappedContent[],
   withImages = true,
 ): { text: string; images: ChatImage[] } {
   const images: ChatImage[] = [];
@@ -188,11 +192,15 @@ function inputParts(
       text += part.text;
       return;
     }
-    const type = isRecord(part) ? part.type : undefined;
-    throw new RequestError(
-      `${partPath}: only text and image parts can be carried (got ${JSON.stringify(type)})`,
-      { field: partPath },
-    );
+    if (isRecord(part) && part.type === 'refusal' && typeof part.refusal === 'string') {
+      text += part.refusal;
+      return;
+    }
+    if (isRecord(part) && typeof part.type === 'string') {
+      unmapped.push({ name: `${partPath} (${part.type})` });
+      return;
+    }
+    throw new RequestError(`${partPath} must be a content part with a type`, { field: partPath });
   });
   return { text, images };
 }

@@ -33,8 +33,9 @@ const KNOWN_PARAMETERS = new Set([
  * `POST /generate_stream` (or `POST /` with `stream`) body -> normalized request:
  * `{"inputs": "...", "parameters": {...}, "stream"?: bool}`. Validated as TGI's router does:
  * `max_new_tokens`, `temperature` and `top_k` strictly positive, `top_p` strictly between 0 and 1.
- * `do_sample` (with the sampling fields) says greedy or sampled: greedy is temperature 0. `details` and
- * `decoder_input_details` shape the answer the gateway writes. `top_n_tokens: K` (K ≥ 1) is the
+ * `do_sample` (with the sampling fields) says greedy or sampled: greedy is temperature 0. `details`
+ * shapes the answer the gateway writes; `decoder_input_details: true` (the prompt's tokens, which no
+ * other server returns) travels in `extra.parameters`. `top_n_tokens: K` (K ≥ 1) is the
  * normalized `logprobs: K`; 0 asks for nothing beyond the `logprob` every token has, so it is read as
  * not asking (the gateway does not ask another server for log probabilities a TGI client did not name).
  * `repetition_penalty` and a JSON `grammar`
@@ -93,7 +94,13 @@ export function tgiFromBody(input: unknown): ChatRequest {
       optionalBoolean(parameters, key, p(key));
     }
     greedyOrSampled(parameters, request);
-    const rest = extraFields(parameters, KNOWN_PARAMETERS);
+    let rest = extraFields(parameters, KNOWN_PARAMETERS);
+    // The prompt tokens' details (non-stream only) have no counterpart on another server: asked for, they
+    // travel in `extra` (a same-dialect upstream answers them; any other refuses them, naming them).
+    if (parameters.decoder_input_details === true) {
+      rest ??= {};
+      rest.decoder_input_details = true;
+    }
     // A regex grammar (or a JSON one given as text) has no normalized form: kept as it came.
     if (keptGrammar !== undefined) {
       const kept = rest ?? {};
