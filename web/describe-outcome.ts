@@ -83,3 +83,56 @@ export function describeFailure(error: unknown): Outcome {
   }
   return { kind: 'failed', title: 'Request failed', detail: message };
 }
+
+/**
+ * How a stream ended, as every part of the page shows it: the wire column's last row, the wire summary,
+ * and (through `describeResult`) the banner and the status line. The one source is the client's
+ * `Result` (`complete` is true only when the dialect's terminal event came); `[DONE]`, which OpenAI's
+ * routes send after the finish, is reported beside it as a fact, never as the verdict (wire-formats.md:
+ * `[DONE]` is optional; the finish is the terminal marker).
+ */
+export interface Ending {
+  /** The terminal event came (the Result is complete). */
+  terminal: boolean;
+  /** The wire column's last row ("terminal event: …", "no terminal event (… never came)"). */
+  wire: string;
+  /** The same in a few words, for the wire summary. */
+  summary: string;
+  /** `[DONE]` after the finish, when the dialect sends one: a note, never the verdict. */
+  note?: string | undefined;
+}
+
+/**
+ * `terminalEvent` is the dialect's words for its terminal event (`Dialect.terminalEvent`); `sawDone`
+ * whether `[DONE]` arrived, for the dialects whose streams end with it (undefined for the others).
+ */
+export function describeEnding(
+  result: Result | undefined,
+  terminalEvent: string,
+  sawDone: boolean | undefined,
+): Ending {
+  if (result === undefined) return { terminal: false, wire: 'no stream', summary: 'no stream' };
+  const note =
+    sawDone === undefined ? undefined : sawDone ? '[DONE] came' : 'no [DONE] (optional after the finish)';
+  if (result.complete) {
+    const ending: Ending = {
+      terminal: true,
+      wire: `terminal event: ${terminalEvent}`,
+      summary: 'complete: terminal event received',
+    };
+    if (note !== undefined) ending.note = note;
+    return ending;
+  }
+  const reason = result.incomplete === undefined ? 'unknown reason' : REASON_TITLES[result.incomplete];
+  const ending: Ending = {
+    terminal: false,
+    wire: `no terminal event (${terminalEvent} never came)`,
+    summary: `incomplete (${reason}): no terminal event`,
+  };
+  // An error event or a payload the client could not read ended it, whatever came after.
+  if (result.incomplete === 'server-error' || result.incomplete === 'malformed') {
+    ending.wire = `ended by ${reason}: not a terminal event`;
+  }
+  if (note !== undefined) ending.note = note;
+  return ending;
+}

@@ -69,7 +69,7 @@ export const FAULT_PRESETS: readonly FaultPreset[] = [
     spec: 'no-done',
     idleMs: DEFAULT_IDLE_MS,
     raw: true,
-    hint: "The stream ends without [DONE] (or the dialect's terminal event): the answer may look whole, but it is not known to be.",
+    hint: "The stream ends without [DONE], or without the terminal event in dialects that send no [DONE]. On OpenAI's routes the finish_reason still ends the answer ([DONE] is optional); elsewhere the answer is incomplete.",
   },
   {
     id: 'slow',

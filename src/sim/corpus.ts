@@ -5,7 +5,8 @@
  * `multilingual` fault answers from `CORPUS` instead: short paragraphs in all those scripts and emoji,
  * including ZWJ sequences, flags and skin tones, so every answer crosses multi-byte characters and
  * tokens that end inside one. Written for this project. Answers start at a sentence and run on through
- * the paragraphs, wrapping around.
+ * the paragraphs, wrapping around. An English prompt that mentions a list, code or a table is answered
+ * in Markdown with those blocks (`markdownLanguage`), so a page that renders Markdown has some to show.
  */
 export interface CorpusParagraph {
   readonly sentences: readonly string[];
@@ -125,7 +126,7 @@ export const ENGLISH_CORPUS: readonly CorpusParagraph[] = [
 
 /** What a prompt in another script is answered with, by language. */
 const SCRIPT_CORPORA: Readonly<
-  Record<Exclude<CorpusLanguage, 'en' | 'multilingual'>, readonly CorpusParagraph[]>
+  Record<Exclude<CorpusLanguage, 'en' | 'multilingual' | MarkdownLanguage>, readonly CorpusParagraph[]>
 > = {
   is: [
     {
@@ -179,14 +180,91 @@ const SCRIPT_CORPORA: Readonly<
   ],
 };
 
-/** The language an answer is written in: one per script, or every script at once. */
-export type CorpusLanguage = 'en' | 'is' | 'ja' | 'ru' | 'ar' | 'hi' | 'multilingual';
+/** The Markdown blocks an English answer can hold when the prompt asks for them. */
+export type MarkdownBlock = 'list' | 'code' | 'table';
+
+/**
+ * An English answer in Markdown, with the blocks the prompt asked for, in this order: `md-list`,
+ * `md-code`, `md-list-code`, … (see `markdownLanguage`).
+ */
+export type MarkdownLanguage = `md-${string}`;
+
+/** The language an answer is written in: one per script, every script at once, or English Markdown. */
+export type CorpusLanguage = 'en' | 'is' | 'ja' | 'ru' | 'ar' | 'hi' | 'multilingual' | MarkdownLanguage;
+
+/** The order blocks appear in an answer, and the words in a prompt that ask for each. */
+const MARKDOWN_BLOCKS: readonly [MarkdownBlock, RegExp][] = [
+  ['list', /\blists?\b/i],
+  ['code', /\bcode\b/i],
+  ['table', /\btables?\b/i],
+];
+
+/**
+ * The Markdown answer's parts. The whole answer is one corpus "sentence", so it always starts at its
+ * first line (a code fence is never entered halfway), and its length, 120 to 200 tokens whatever the
+ * blocks asked for (prose fills in around fewer blocks), makes the simulator send it once and whole
+ * under its default output cap.
+ */
+const MARKDOWN_TEXT: Readonly<Record<MarkdownBlock, string>> = {
+  list: [
+    '1. Rain and snow feed small streams.',
+    '2. Streams join and grow deeper.',
+    '3. The river slows and drops its sand.',
+    '4. At the coast, a delta grows.',
+    '',
+    '- sand and silt',
+    '- fallen leaves',
+    '- the rain of many hills',
+  ].join('\n'),
+  code: [
+    '```ts',
+    'const tokens = stream({ url, request });',
+    'for await (const event of tokens) {',
+    "  if (event.type === 'text') write(event.text);",
+    '}',
+    '```',
+  ].join('\n'),
+  table: [
+    '| Stage | Where | Pace |',
+    '| --- | --- | --- |',
+    '| Trickle | hills | slow |',
+    '| Stream | valleys | quick |',
+    '| Current | plains | steady |',
+    '| Delta | coast | slow |',
+  ].join('\n'),
+};
+
+const MARKDOWN_PROSE = {
+  intro: 'Here is how a river reaches the sea, written out the way you asked.',
+  /** Around one or two blocks. */
+  more: 'A river does not arrive all at once: it begins as a trickle high in the hills, gathers into a stream, and becomes a current that carries whatever it meets toward the sea.',
+  /** Around one block. */
+  most: 'The journey can take days or months, depending on the length of the river and the weather along its course.',
+  outro: 'In short: water flows downhill, the streams merge, and the sea is where they all end up.',
+};
+
+/** The Markdown language a Latin-script prompt asks for (`md-list-code`), or undefined for prose. */
+export function markdownLanguage(prompt: string): MarkdownLanguage | undefined {
+  const blocks = MARKDOWN_BLOCKS.filter(([, pattern]) => pattern.test(prompt)).map(([block]) => block);
+  return blocks.length === 0 ? undefined : `md-${blocks.join('-')}`;
+}
+
+function markdownCorpus(language: MarkdownLanguage): readonly CorpusParagraph[] {
+  const asked = language.slice(3).split('-');
+  const blocks = MARKDOWN_BLOCKS.map(([block]) => block).filter((block) => asked.includes(block));
+  const parts = [MARKDOWN_PROSE.intro];
+  if (blocks.length <= 2) parts.push(MARKDOWN_PROSE.more);
+  if (blocks.length <= 1) parts.push(MARKDOWN_PROSE.most);
+  parts.push(...blocks.map((block) => MARKDOWN_TEXT[block]), MARKDOWN_PROSE.outro);
+  return [{ joiner: ' ', sentences: [parts.join(PARAGRAPH_BREAK)] }];
+}
 
 /** The paragraphs answers in `language` are made of. */
 export function corpusFor(language: CorpusLanguage): readonly CorpusParagraph[] {
   if (language === 'multilingual') return CORPUS;
   if (language === 'en') return ENGLISH_CORPUS;
-  return SCRIPT_CORPORA[language];
+  if (language.startsWith('md-')) return markdownCorpus(language as MarkdownLanguage);
+  return SCRIPT_CORPORA[language as Exclude<CorpusLanguage, 'en' | 'multilingual' | MarkdownLanguage>];
 }
 
 const SCRIPTS: readonly [CorpusLanguage, RegExp][] = [
@@ -199,7 +277,7 @@ const SCRIPTS: readonly [CorpusLanguage, RegExp][] = [
 /**
  * The language to answer `prompt` in: the script most of its letters are written in (Japanese for
  * kana and kanji, Russian for Cyrillic, Arabic, Hindi for Devanagari), Icelandic for Latin text with
- * þ or ð, else English.
+ * þ or ð, else English (in Markdown when it asks for a list, code or a table).
  */
 export function languageOf(prompt: string): CorpusLanguage {
   const latin = prompt.match(/\p{Script=Latin}/gu)?.length ?? 0;
@@ -213,6 +291,8 @@ export function languageOf(prompt: string): CorpusLanguage {
     }
   }
   if (best === 'en' && /[þðÞÐ]/u.test(prompt)) return 'is';
+  // An English prompt that asks for a list, code or a table is answered in Markdown.
+  if (best === 'en') return markdownLanguage(prompt) ?? 'en';
   return best;
 }
 

@@ -429,29 +429,90 @@ describe('playground page (headless Chromium)', () => {
     },
   );
 
-  browserTest('no-done on the raw wire: the missing terminal event is shown', async () => {
-    await open('openai-chat', 'no-done');
-    await page.fill('#max-tokens', '6');
-    await send();
-    await settled();
-    const lastRead = (await page.locator('#wire-reads li').last().textContent()) ?? '';
-    assert.match(lastRead, /no terminal event \(\[DONE\] never came\)/);
-    assert.equal(await page.locator('#wire-reads li.end.missing').count(), 1);
-    assert.match(await text('#wire-summary'), /no terminal event/);
-    await page.screenshot({ path: shot('raw-no-done') });
-    // A clean stream says it got one; the answer before it moves up, marked as not finished.
-    await page.selectOption('#fault-preset', 'none');
-    await page.check('#raw-sim');
-    await send();
-    assert.equal(await settled(), 'finished');
-    assert.match(
-      (await page.locator('#wire-reads li').last().textContent()) ?? '',
-      /terminal event: \[DONE\]/,
-    );
-    assert.equal(await page.locator('#conversation li.assistant.partial').count(), 1);
-    assert.match(await text('#conversation li.assistant'), /did not finish/);
-    await page.screenshot({ path: shot('raw-clean-after-no-done') });
-  });
+  /** The banner, the status line, the wire column's last row and the wire summary, read together. */
+  async function endingEverywhere() {
+    return {
+      banner: (await page.locator('#banner').isVisible()) ? await text('#banner') : '',
+      status: await text('#status'),
+      wireEnd: (await page.locator('#wire-reads li').last().textContent()) ?? '',
+      missing: await page.locator('#wire-reads li.end.missing').count(),
+      summary: await text('#wire-summary'),
+    };
+  }
+
+  browserTest(
+    'no-done and a cut stream: the banner, status line, wire column and summary say the same ending',
+    async () => {
+      // openai-chat without [DONE]: the finish_reason is the terminal marker ([DONE] is optional), so
+      // the client's Result is complete, and every place says so; the missing [DONE] is a note.
+      await open('openai-chat', 'no-done');
+      await page.fill('#max-tokens', '6');
+      await send();
+      assert.equal(await settled(), 'truncated');
+      let seen = await endingEverywhere();
+      assert.doesNotMatch(seen.banner, /Incomplete/);
+      assert.doesNotMatch(seen.status, /Finished/, 'a length finish is not "Finished"');
+      assert.match(seen.wireEnd, /terminal event: a finish_reason/);
+      assert.doesNotMatch(seen.wireEnd, /no terminal event/);
+      assert.match(seen.wireEnd, /no \[DONE\] \(optional after the finish\)/);
+      assert.equal(seen.missing, 0);
+      assert.match(seen.summary, /complete: terminal event received · no \[DONE\]/);
+      await page.fill('#max-tokens', '');
+      await page.fill('#fault-spec', 'no-done,tps=1000');
+      await send();
+      assert.equal(await settled(), 'finished');
+      seen = await endingEverywhere();
+      assert.match(seen.status, /^Finished\. The stream ended with its terminal event/);
+      assert.match(seen.wireEnd, /terminal event: a finish_reason/);
+      assert.match(seen.summary, /complete: terminal event received/);
+      await page.screenshot({ path: shot('raw-no-done') });
+
+      // ollama-chat without its terminal line ("done": true): incomplete, everywhere.
+      await open('ollama-chat', 'no-done');
+      await page.fill('#max-tokens', '6');
+      await send();
+      assert.equal(await settled(), 'incomplete');
+      seen = await endingEverywhere();
+      assert.match(seen.banner, /^Incomplete/);
+      assert.doesNotMatch(seen.status, /Finished/);
+      assert.match(seen.wireEnd, /no terminal event \(a line with "done": true never came\)/);
+      assert.equal(seen.missing, 1);
+      assert.match(seen.summary, /incomplete \([^)]+\): no terminal event/);
+      assert.doesNotMatch(seen.summary, /terminal event received/);
+      await page.screenshot({ path: shot('raw-no-done-ollama') });
+
+      // A cut stream, through the gateway and on the raw wire: incomplete, everywhere.
+      for (const raw of [false, true]) {
+        await open('openai-chat', 'cut');
+        if (raw) await page.check('#raw-sim');
+        else await page.uncheck('#raw-sim');
+        await send();
+        assert.equal(await settled(), 'incomplete', `raw=${raw}`);
+        seen = await endingEverywhere();
+        assert.match(seen.banner, /^Incomplete/);
+        assert.doesNotMatch(seen.status, /Finished/);
+        assert.match(seen.wireEnd, /no terminal event|ended by/);
+        assert.equal(seen.missing, 1);
+        assert.match(seen.summary, /incomplete \([^)]+\)/);
+        assert.doesNotMatch(seen.summary, /terminal event received/);
+      }
+      await page.screenshot({ path: shot('cut-ending') });
+
+      // A clean stream says it got one; the answer before it moves up, marked as not finished.
+      await page.selectOption('#fault-preset', 'none');
+      await page.check('#raw-sim');
+      await page.fill('#fault-spec', 'tps=1000');
+      await send();
+      assert.equal(await settled(), 'finished');
+      assert.match(
+        (await page.locator('#wire-reads li').last().textContent()) ?? '',
+        /terminal event: a finish_reason, then data: \[DONE\].*\[DONE\] came/,
+      );
+      assert.equal(await page.locator('#conversation li.assistant.partial').count(), 1);
+      assert.match(await text('#conversation li.assistant'), /did not finish/);
+      await page.screenshot({ path: shot('raw-clean-after-cut') });
+    },
+  );
 
   browserTest(
     'a conversation: history, system prompt and sampling sent; copy, regenerate, edit and resend',
@@ -718,7 +779,7 @@ describe('playground page (headless Chromium)', () => {
           assert.ok(((await page.locator('#answer').textContent()) ?? '').trim().length > 0);
           assert.match(
             (await page.locator('#wire-reads li').last().textContent()) ?? '',
-            /terminal event: the final event/,
+            /terminal event: (response\.completed|a message_delta)/,
           );
         }
       }
