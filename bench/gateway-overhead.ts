@@ -26,296 +26,16 @@
  * first round every route runs 2000 short streams (`--warm N`), so the proxies' per-request code is
  * JIT-optimized, as in a gateway that has been serving for a while.
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import http from 'node:http';
+import type { ChildProcess } from 'node:child_process';
+import type http from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { fmt, fmtSpread, median, quantile, type Spread, spread } from './stats.ts';
-
-const here = fileURLToPath(new URL('.', import.meta.url));
-
-/** Milliseconds on the machine-wide monotonic clock (the upstream process stamps with the same). */
-function monoMs(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
-}
-
-/** Text for longer prompts in the idle-memory measurement. */
-const PROMPT_FILLER = 'The river bends past the old mill, where the water runs slow and green. ';
-
-type Via = 'direct' | 'bare' | 'gateway';
-
-interface Route {
-  id: string;
-  label: string;
-  via: Via;
-  path: string;
-  framing: 'sse' | 'ndjson';
-  body(id: string, maxTokens: number): Record<string, unknown>;
-  /** Does this payload carry answer text? */
-  content(payload: Record<string, unknown>): boolean;
-}
-
-interface OpenAiChunk {
-  choices?: { delta?: { content?: unknown } }[];
-}
-
-const openAiBody = (id: string, maxTokens: number) => ({
-  model: 'sim',
-  messages: [{ role: 'user', content: `Tell me about rivers (${id}).` }],
-  max_tokens: maxTokens,
-  stream: true,
-});
-const openAiContent = (p: Record<string, unknown>) => {
-  const content = (p as OpenAiChunk).choices?.[0]?.delta?.content;
-  return typeof content === 'string' && content !== '';
-};
-
-export const ROUTES: readonly Route[] = [
-  {
-    id: 'direct',
-    label: 'direct (no proxy)',
-    via: 'direct',
-    path: '/v1/chat/completions',
-    framing: 'sse',
-    body: openAiBody,
-    content: openAiContent,
-  },
-  {
-    id: 'bare',
-    label: 'bare node:http proxy',
-    via: 'bare',
-    path: '/v1/chat/completions',
-    framing: 'sse',
-    body: openAiBody,
-    content: openAiContent,
-  },
-  {
-    id: 'gw-openai',
-    label: 'gateway openai-chat → openai-chat',
-    via: 'gateway',
-    path: '/v1/chat/completions',
-    framing: 'sse',
-    body: openAiBody,
-    content: openAiContent,
-  },
-  {
-    id: 'gw-ollama',
-    label: 'gateway ollama-chat → openai-chat',
-    via: 'gateway',
-    path: '/api/chat',
-    framing: 'ndjson',
-    body: (id, maxTokens) => ({
-      model: 'sim',
-      messages: [{ role: 'user', content: `Tell me about rivers (${id}).` }],
-      stream: true,
-      options: { num_predict: maxTokens },
-    }),
-    content: (p) => {
-      const message = p.message as { content?: unknown } | undefined;
-      return typeof message?.content === 'string' && message.content !== '';
-    },
-  },
-  {
-    id: 'gw-messages',
-    label: 'gateway anthropic-messages → openai-chat',
-    via: 'gateway',
-    path: '/v1/messages',
-    framing: 'sse',
-    body: (id, maxTokens) => ({
-      model: 'sim',
-      max_tokens: maxTokens,
-      stream: true,
-      messages: [{ role: 'user', content: `Tell me about rivers (${id}).` }],
-    }),
-    content: (p) => {
-      const delta = p.delta as { type?: unknown; text?: unknown } | undefined;
-      return p.type === 'content_block_delta' && delta?.type === 'text_delta' && delta.text !== '';
-    },
-  },
-  {
-    id: 'gw-tgi',
-    label: 'gateway tgi → openai-chat',
-    via: 'gateway',
-    path: '/generate_stream',
-    framing: 'sse',
-    body: (id, maxTokens) => ({
-      inputs: `Tell me about rivers (${id}).`,
-      parameters: { max_new_tokens: maxTokens },
-    }),
-    content: (p) => {
-      const token = p.token as { text?: unknown; special?: unknown } | undefined;
-      return (
-        token !== undefined && token.special !== true && typeof token.text === 'string' && token.text !== ''
-      );
-    },
-  },
-];
-
-interface StreamRecord {
-  id: string;
-  sentAt: number;
-  arrivals: number[];
-  error?: string | undefined;
-}
-
-interface OpenStream {
-  done: Promise<StreamRecord>;
-  headers: Promise<void>;
-  /** The response began (200) and has not ended. */
-  isOpen(): boolean;
-  destroy(): void;
-}
-
-function openStream(
-  base: URL,
-  route: Route,
-  id: string,
-  maxTokens: number,
-  agent: http.Agent,
-  fault?: string,
-  promptBytes = 0,
-): OpenStream {
-  const payload = route.body(id, maxTokens);
-  // A longer prompt (openai-chat bodies): the last message grows by `promptBytes` of text.
-  const messages = payload.messages as { content: string }[] | undefined;
-  const last = messages?.at(-1);
-  if (promptBytes > 0 && last !== undefined)
-    last.content += ` ${PROMPT_FILLER.repeat(Math.ceil(promptBytes / PROMPT_FILLER.length)).slice(0, promptBytes)}`;
-  const body = JSON.stringify(payload);
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-    accept: route.framing === 'sse' ? 'text/event-stream' : 'application/x-ndjson',
-    'x-request-id': id,
-  };
-  if (fault !== undefined) headers['x-tokenwire-fault'] = fault;
-  const record: StreamRecord = { id, sentAt: 0, arrivals: [] };
-  const delimiter = route.framing === 'sse' ? '\n\n' : '\n';
-  let onHeaders: () => void = () => {};
-  const headersSeen = new Promise<void>((resolve) => {
-    onHeaders = resolve;
-  });
-  let request: http.ClientRequest | undefined;
-  let open = false;
-  const done = new Promise<StreamRecord>((resolve) => {
-    const fail = (message: string) => {
-      open = false;
-      record.error ??= message;
-      onHeaders();
-      resolve(record);
-    };
-    record.sentAt = monoMs();
-    request = http.request({
-      host: base.hostname,
-      port: base.port,
-      method: 'POST',
-      path: route.path,
-      headers,
-      agent,
-    });
-    request.on('socket', (socket) => socket.setNoDelay(true));
-    request.on('error', (error) => fail(error.message));
-    request.on('response', (response) => {
-      onHeaders();
-      if (response.statusCode !== 200) {
-        response.resume();
-        fail(`HTTP ${response.statusCode}`);
-        return;
-      }
-      open = true;
-      response.setEncoding('utf8');
-      let carry = '';
-      response.on('data', (text: string) => {
-        const at = monoMs();
-        carry += text;
-        let pos = 0;
-        for (;;) {
-          const end = carry.indexOf(delimiter, pos);
-          if (end === -1) break;
-          if (isContent(route, carry.slice(pos, end))) record.arrivals.push(at);
-          pos = end + delimiter.length;
-        }
-        carry = carry.slice(pos);
-      });
-      response.on('end', () => {
-        open = false;
-        resolve(record);
-      });
-      response.on('error', (error) => fail(error.message));
-      response.on('aborted', () => fail('aborted'));
-    });
-    request.end(body);
-  });
-  return { done, headers: headersSeen, isOpen: () => open, destroy: () => request?.destroy() };
-}
-
-function isContent(route: Route, block: string): boolean {
-  let payload = block;
-  if (route.framing === 'sse') {
-    const at = block.lastIndexOf('data:');
-    if (at === -1) return false;
-    payload = block.slice(at + 5).trimStart();
-  }
-  if (!payload.startsWith('{')) return false;
-  return route.content(JSON.parse(payload) as Record<string, unknown>);
-}
-
-/** Sends an IPC message and waits for the child's next message that has `key`. */
-function ask<T>(child: ChildProcess, message: object, key: string): Promise<T> {
-  return new Promise((resolve) => {
-    const listener = (reply: Record<string, unknown>) => {
-      if (key in reply) {
-        child.off('message', listener);
-        resolve(reply as T);
-      }
-    };
-    child.on('message', listener);
-    child.send(message);
-  });
-}
-
-function start(
-  script: string,
-  args: string[],
-  env: Record<string, string> = {},
-  flags: readonly string[] = [],
-): Promise<{ child: ChildProcess; url: string }> {
-  const child = fork(`${here}${script}`, args, {
-    execArgv: ['--expose-gc', ...flags],
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-    child.on('message', (message: { ready?: boolean; url?: string }) => {
-      if (message.ready === true && message.url !== undefined) resolve({ child, url: message.url });
-    });
-  });
-}
-
-interface Sample {
-  cpu: { user: number; system: number };
-  rss: number;
-  heapUsed: number;
-}
-
-interface CellResult {
-  route: string;
-  level: number;
-  round: number;
-  ttftMs: number[];
-  /** TTFT minus the upstream's own time from request to first content frame, per stream. */
-  netTtftMs: number[];
-  /** The two legs of the net TTFT, per stream: request written -> upstream received it, and first content frame sent by the upstream -> read by the client. */
-  requestLegMs: number[];
-  responseLegMs: number[];
-  delayMs: number[];
-  cpuUsPerChunk: number | undefined;
-  chunks: number;
-  streams: number;
-  failed: number;
-  mismatched: number;
-  firstError?: string | undefined;
-}
+import { askChild, type Sample, startChild, stopChild } from './bench-child.ts';
+import { gatewayMarkdown } from './gateway-markdown.ts';
+import type { CellResult, GatewayReport } from './gateway-report.ts';
+import { ROUTES, type Route, type Via } from './gateway-routes.ts';
+import { newAgent, openStream, type StreamRecord } from './open-stream.ts';
+import { fmt, median, spread } from './stats.ts';
 
 export interface GatewayBenchOptions {
   levels?: readonly number[] | undefined;
@@ -339,31 +59,6 @@ export interface GatewayBenchOptions {
   log?: ((line: string) => void) | undefined;
 }
 
-export interface GatewayReport {
-  levels: number[];
-  sequentialAtOne: number;
-  warmStreams: number;
-  routes: string[];
-  rounds: number;
-  maxTokens: number;
-  tokensPerSecond: number;
-  cells: CellResult[];
-  idleRepeats: number;
-  idle: {
-    route: string;
-    /** Extra prompt text per request (0: the short default prompt). */
-    promptBytes: number;
-    streams: number;
-    opened: number;
-    /** Medians over the repeats. */
-    rssPerStreamBytes: number;
-    heapPerStreamBytes: number;
-    rss: Spread;
-    heap: Spread;
-  }[];
-  wallSeconds: number;
-}
-
 export async function runGatewayBench(options: GatewayBenchOptions = {}): Promise<GatewayReport> {
   const began = Date.now();
   const levels = [...(options.levels ?? [1, 32, 128, 1000])];
@@ -380,9 +75,9 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
   const tokensPerSecond = 50;
   const log = options.log ?? (() => {});
 
-  const upstream = await start('gateway-upstream.js', [], { BENCH_TPS: String(tokensPerSecond) });
-  const bare = await start('gateway-proxy.js', ['bare', upstream.url], {}, options.proxyFlags);
-  const gateway = await start('gateway-proxy.js', ['gateway', upstream.url], {}, options.proxyFlags);
+  const upstream = await startChild('gateway-upstream.js', [], { BENCH_TPS: String(tokensPerSecond) });
+  const bare = await startChild('gateway-proxy.js', ['bare', upstream.url], {}, options.proxyFlags);
+  const gateway = await startChild('gateway-proxy.js', ['gateway', upstream.url], {}, options.proxyFlags);
   const children = [upstream.child, bare.child, gateway.child];
   const via: Record<Via, { url: URL; child: ChildProcess | undefined; agent: http.Agent }> = {
     // Free sockets are dropped before the servers' 5 s keep-alive timeout, so none is reused as it closes.
@@ -398,7 +93,9 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
       const target = via[route.via];
       const sequential = level === 1 ? sequentialAtOne : 1;
       const before =
-        target.child === undefined ? undefined : await ask<Sample>(target.child, { sample: true }, 'cpu');
+        target.child === undefined
+          ? undefined
+          : await askChild<Sample>(target.child, { sample: true }, 'cpu');
       const records: StreamRecord[] = [];
       await Promise.all(
         Array.from({ length: level }, async (_, client) => {
@@ -410,8 +107,10 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
         }),
       );
       const after =
-        target.child === undefined ? undefined : await ask<Sample>(target.child, { sample: true }, 'cpu');
-      const { logs } = await ask<{ logs: Record<string, { received: number; sent: number[] }> }>(
+        target.child === undefined
+          ? undefined
+          : await askChild<Sample>(target.child, { sample: true }, 'cpu');
+      const { logs } = await askChild<{ logs: Record<string, { received: number; sent: number[] }> }>(
         upstream.child,
         { take: true },
         'logs',
@@ -483,7 +182,7 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
       );
     }
     // The warm-up's streams are in the upstream's log: drop them, as every cell takes only its own.
-    await ask(upstream.child, { take: true }, 'logs');
+    await askChild(upstream.child, { take: true }, 'logs');
     log(
       `warm-up done (${warmStreams} short streams per route, ${((Date.now() - began) / 1000).toFixed(0)} s)`,
     );
@@ -534,7 +233,7 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
           `idle ${route.id}${promptBytes > 0 ? `, ${promptBytes}-byte prompt` : ''} (${repeat + 1}/${idleRepeats}): ${fmt(one.rssPerStreamBytes / 1024, 1)} KiB RSS, ${fmt(one.heapPerStreamBytes / 1024, 1)} KiB heap per stream (${one.opened} open)`,
         );
         await delay(500);
-        await ask(upstream.child, { take: true }, 'logs');
+        await askChild(upstream.child, { take: true }, 'logs');
       }
     }
     const idle: GatewayReport['idle'] = [...idleSamples]
@@ -564,112 +263,10 @@ export async function runGatewayBench(options: GatewayBenchOptions = {}): Promis
     };
   } finally {
     for (const target of Object.values(via)) target.agent.destroy();
-    await Promise.all(children.map(stop));
+    await Promise.all(children.map(stopChild));
   }
 }
 
-/** Asks a child to exit cleanly (so a --cpu-prof profile is written), and kills it if it does not. */
-async function stop(child: ChildProcess): Promise<void> {
-  child.removeAllListeners('exit');
-  if (child.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.send({ exit: true });
-  await Promise.race([exited, delay(5000)]);
-  if (child.exitCode === null) child.kill();
-}
-
-function newAgent(): http.Agent {
-  return new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, timeout: 4000 });
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-interface RouteLevel {
-  route: string;
-  level: number;
-  ttftP50: number;
-  ttftP99: number;
-  netTtftP50: number;
-  netTtftP99: number;
-  delayP50: number;
-  delayP99: number;
-  cpu: Spread;
-  /** Each round's own figures, in round order (see `addedByRound`). */
-  byRound: { netTtftP50: number[]; requestLegP50: number[]; responseLegP50: number[]; delayP99: number[] };
-  streams: number;
-  failed: number;
-  mismatched: number;
-  firstError?: string | undefined;
-}
-
-/**
- * A route's added figure (route − direct) taken within each round, then median (min–max) over the
- * rounds. Rounds interleave the routes, so the routes of one round ran minutes apart at most, under the
- * same load from the rest of this shared machine; a pooled p99 is instead set by the slowest few
- * chunks of whichever round was the unluckiest, which is what moved the bare proxy's pooled added p99
- * at 128 streams from 0.8 to 8.6 ms between runs of the same code.
- */
-export function addedByRound(
-  rows: readonly RouteLevel[],
-  route: string,
-  level: number,
-  figure: keyof RouteLevel['byRound'],
-): Spread {
-  const find = (id: string) => rows.find((r) => r.route === id && r.level === level)!;
-  const own = find(route).byRound[figure];
-  const direct = find('direct').byRound[figure];
-  return spread(own.map((value, k) => value - direct[k]!));
-}
-
-export function summarize(report: GatewayReport): RouteLevel[] {
-  const out: RouteLevel[] = [];
-  for (const level of report.levels) {
-    for (const route of ROUTES.filter((r) => report.routes.includes(r.id))) {
-      const cells = report.cells.filter((c) => c.route === route.id && c.level === level);
-      const ttft = cells.flatMap((c) => c.ttftMs);
-      const netTtft = cells.flatMap((c) => c.netTtftMs);
-      const delays = cells.flatMap((c) => c.delayMs);
-      const cpu = cells.map((c) => c.cpuUsPerChunk).filter((v): v is number => v !== undefined);
-      const roundCells = [...new Set(cells.map((c) => c.round))]
-        .sort((a, b) => a - b)
-        .map((round) => cells.filter((c) => c.round === round));
-      /** Each round's quantile of one per-stream series, in round order. */
-      const perRound = (series: 'netTtftMs' | 'requestLegMs' | 'responseLegMs' | 'delayMs', q: number) =>
-        roundCells.map((one) =>
-          quantile(
-            one.flatMap((c) => c[series]),
-            q,
-          ),
-        );
-      out.push({
-        route: route.id,
-        level,
-        ttftP50: quantile(ttft, 0.5),
-        ttftP99: quantile(ttft, 0.99),
-        netTtftP50: quantile(netTtft, 0.5),
-        netTtftP99: quantile(netTtft, 0.99),
-        delayP50: quantile(delays, 0.5),
-        delayP99: quantile(delays, 0.99),
-        cpu: spread(cpu),
-        byRound: {
-          netTtftP50: perRound('netTtftMs', 0.5),
-          requestLegP50: perRound('requestLegMs', 0.5),
-          responseLegP50: perRound('responseLegMs', 0.5),
-          delayP99: perRound('delayMs', 0.99),
-        },
-        streams: cells.reduce((a, c) => a + c.streams, 0),
-        failed: cells.reduce((a, c) => a + c.failed, 0),
-        mismatched: cells.reduce((a, c) => a + c.mismatched, 0),
-        firstError: cells.find((c) => c.firstError !== undefined)?.firstError,
-      });
-    }
-  }
-  return out;
-}
-
-/** The Markdown section (tables, then the per-target verdicts are made by run-all). */
 /** One fresh proxy process holding `streams` idle streams: RSS and heap per stream after a full GC. */
 async function measureIdle(
   route: Route,
@@ -679,7 +276,7 @@ async function measureIdle(
   snapshotDir: string | undefined,
   promptBytes: number,
 ): Promise<{ rssPerStreamBytes: number; heapPerStreamBytes: number; opened: number }> {
-  const fresh = await start('gateway-proxy.js', [route.via, upstreamUrl]);
+  const fresh = await startChild('gateway-proxy.js', [route.via, upstreamUrl]);
   const agent = newAgent();
   try {
     const url = new URL(fresh.url);
@@ -691,16 +288,16 @@ async function measureIdle(
         ),
       );
     }
-    const base = await ask<Sample>(fresh.child, { gc: true }, 'rss');
+    const base = await askChild<Sample>(fresh.child, { gc: true }, 'rss');
     const open = Array.from({ length: streams }, (_, i) =>
       openStream(url, route, `idle-${route.id}-${i}`, maxTokens, agent, 'ttft=60000', promptBytes),
     );
     await Promise.all(open.map((s) => s.headers));
     await delay(1000);
-    const held = await ask<Sample>(fresh.child, { gc: true }, 'rss');
+    const held = await askChild<Sample>(fresh.child, { gc: true }, 'rss');
     if (snapshotDir !== undefined) {
       const name = promptBytes > 0 ? `idle-${route.id}-prompt${promptBytes}` : `idle-${route.id}`;
-      await ask(fresh.child, { snapshot: `${snapshotDir}/${name}.heapsnapshot` }, 'snapshotFile');
+      await askChild(fresh.child, { snapshot: `${snapshotDir}/${name}.heapsnapshot` }, 'snapshotFile');
     }
     const opened = open.filter((s) => s.isOpen()).length;
     for (const s of open) s.destroy();
@@ -712,67 +309,9 @@ async function measureIdle(
     };
   } finally {
     agent.destroy();
-    await stop(fresh.child);
+    await stopChild(fresh.child);
   }
 }
-
-export function gatewayMarkdown(report: GatewayReport): string {
-  const rows = summarize(report);
-  const find = (route: string, level: number) => rows.find((r) => r.route === route && r.level === level)!;
-  const label = (id: string) => ROUTES.find((r) => r.id === id)!.label;
-  const lines: string[] = [
-    `Simulator upstream at ${report.tokensPerSecond} tokens/s (±10 % jitter, 20 ms TTFT), ${report.maxTokens} tokens per stream (${Math.min(report.maxTokens, 12)} at level 1000); level 1 runs ${report.sequentialAtOne} streams back to back; ${report.warmStreams} short streams per route first (warm-up, not recorded); ${report.rounds} rounds, routes interleaved, samples pooled, except in the *by round* columns: there each round's added figure (route − direct in that round), median (min–max) over the rounds. Added = route − direct at the same level; added TTFT compares TTFT net of the simulator's own time to its first token, per stream (see bench/README.md). Times in ms.`,
-    '',
-    '| level | route | TTFT p50 | TTFT p99 | added TTFT p50 | added TTFT p50 by round | added TTFT p99 | chunk delay p50 | chunk delay p99 | added delay p50 | added delay p99 | added delay p99 by round | proxy CPU µs/chunk | streams (failed, count mismatch) |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-  ];
-  for (const level of report.levels) {
-    const direct = find('direct', level);
-    for (const route of ROUTES.filter((r) => report.routes.includes(r.id))) {
-      const r = find(route.id, level);
-      const isDirect = route.id === 'direct';
-      const added = (a: number, b: number) => (isDirect ? '–' : fmt(a - b, 2));
-      const byRound = (figure: keyof RouteLevel['byRound']) =>
-        isDirect ? '–' : fmtSpread(addedByRound(rows, route.id, level, figure));
-      lines.push(
-        `| ${level} | ${label(route.id)} | ${fmt(r.ttftP50)} | ${fmt(r.ttftP99)} | ${added(r.netTtftP50, direct.netTtftP50)} | ${byRound('netTtftP50')} | ${added(r.netTtftP99, direct.netTtftP99)} | ${fmt(r.delayP50)} | ${fmt(r.delayP99)} | ${added(r.delayP50, direct.delayP50)} | ${added(r.delayP99, direct.delayP99)} | ${byRound('delayP99')} | ${isDirect ? '–' : `${fmt(r.cpu.median, 1)} (${fmt(r.cpu.min, 1)}–${fmt(r.cpu.max, 1)})`} | ${r.streams} (${r.failed}${r.failed > 0 && r.firstError !== undefined ? `: ${r.firstError}` : ''}, ${r.mismatched}) |`,
-      );
-    }
-  }
-  lines.push(
-    '',
-    'Where the added TTFT p50 is added, by round as above: the request leg (the client writes the request -> the upstream has read it) and the response leg (the upstream sends the first content frame -> the client has read it), each route − direct, both stamped on the shared monotonic clock. Their sum is the net TTFT; the medians of the legs need not add up to the median of the sum.',
-    '',
-    '| level | route | added request leg p50 by round | added response leg p50 by round |',
-    '|---:|---|---:|---:|',
-  );
-  for (const level of report.levels) {
-    for (const route of ROUTES.filter((r) => report.routes.includes(r.id) && r.id !== 'direct')) {
-      lines.push(
-        `| ${level} | ${label(route.id)} | ${fmtSpread(addedByRound(rows, route.id, level, 'requestLegP50'))} | ${fmtSpread(addedByRound(rows, route.id, level, 'responseLegP50'))} |`,
-      );
-    }
-  }
-  lines.push(
-    '',
-    `RSS per open idle stream (${report.idle[0]?.streams ?? 0} streams held before their first token, in a fresh proxy process warmed up with 40 short streams; proxy RSS and heap after a full GC, minus before; median (min–max) of ${report.idleRepeats} fresh processes per route, routes interleaved):`,
-    '',
-    '| route | prompt | RSS KiB/stream | heap KiB/stream | streams open when measured (fewest) |',
-    '|---|---|---:|---:|---:|',
-  );
-  for (const idle of report.idle) {
-    const prompt = idle.promptBytes > 0 ? `+${fmt(idle.promptBytes / 1024, 0)} KiB` : 'short';
-    lines.push(
-      `| ${label(idle.route)} | ${prompt} | ${kib(idle.rss)} | ${kib(idle.heap)} | ${idle.opened} |`,
-    );
-  }
-  return lines.join('\n');
-}
-
-const kib = (bytes: Spread) =>
-  `${fmt(bytes.median / 1024, 1)} (${fmt(bytes.min / 1024, 1)}–${fmt(bytes.max / 1024, 1)})`;
-
-export { median };
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const argv = process.argv.slice(2);

@@ -9,13 +9,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { decodeMarkdown, runDecodeBench, type WorkerReport } from './decode-throughput.ts';
-import {
-  addedByRound,
-  type GatewayReport,
-  gatewayMarkdown,
-  runGatewayBench,
-  summarize,
-} from './gateway-overhead.ts';
+import { gatewayMarkdown } from './gateway-markdown.ts';
+import { runGatewayBench } from './gateway-overhead.ts';
+import type { GatewayReport } from './gateway-report.ts';
+import { addedByRound, summarize } from './gateway-summary.ts';
 import { fmt } from './stats.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

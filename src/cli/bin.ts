@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { isatty } from 'node:tty';
 import { runCli } from './run-cli.ts';
 
 /** SIGTERM ends the process within this long, even if something keeps the event loop busy. */
@@ -24,4 +25,6 @@ process.exitCode = await runCli(process.argv.slice(2), {
   stderr: process.stderr,
   env: process.env,
   signal: controller.signal,
+  // process.stdin is created only when a command reads it (a serve never touches it).
+  stdin: { isTTY: isatty(0), open: () => process.stdin },
 });

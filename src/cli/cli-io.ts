@@ -5,6 +5,11 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** Fires on SIGINT (Ctrl-C). */
   signal: AbortSignal;
+  /**
+   * Standard input, for the commands that read it (`chat` with no PROMPT): whether it is a terminal,
+   * and the stream, opened only when read. Absent: there is none (in-process callers).
+   */
+  stdin?: { isTTY: boolean; open(): NodeJS.ReadableStream } | undefined;
 }
 
 export interface Style {

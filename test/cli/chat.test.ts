@@ -240,8 +240,9 @@ describe('tokenwire chat', () => {
     assert.doesNotMatch(io.err, /finished/);
     await slow.sim.idle();
     const record = slow.sim.stats.log.at(-1)!;
+    // Cancelled, not finished, is the whole claim: how many tokens went out first depends on the
+    // machine's speed (issue 34 item 11), so no count is asserted.
     assert.equal(record.outcome, 'cancelled', 'the server saw the connection close');
-    assert.ok(record.outputTokens < 20, `stopped early: ${record.outputTokens} tokens`);
   });
 
   it('SIGINT to the real CLI process: exit 130, the footer says cancelled, the server saw the close', async () => {

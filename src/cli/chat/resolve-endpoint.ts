@@ -4,7 +4,7 @@ import type { DialectId } from '../../dialects/dialect.ts';
 import { dialectForPath, getDialect, isDialectId } from '../../dialects/registry.ts';
 import type { FetchLike } from '../../server/upstream.ts';
 import { UsageError } from '../cli-io.ts';
-import { probeUpstream } from '../probe-upstream.ts';
+import { probeUpstream, unknownServerProblem } from '../probe-upstream.ts';
 
 export interface Endpoint {
   url: string;
@@ -71,18 +71,16 @@ export async function resolveEndpoint(input: ResolveInput): Promise<Endpoint> {
       dialect = byPath.id;
       source = 'path';
     } else if (bare) {
-      const probe = await probeUpstream(url.origin, input.fetch, input.headers);
-      if (probe.unreachable !== undefined) {
-        // Not a usage error: the address may be right and the server down (exit 1, as for any request).
-        throw new RequestFailedError('network', `cannot reach ${url.origin}: ${probe.unreachable}`, {
-          url: url.origin,
-        });
-      }
+      const probe = await probeUpstream(url.origin, input.fetch, input.headers, { newDialects: false });
       if (probe.server === 'unknown') {
-        throw new UsageError(
-          `could not tell what server ${url.origin} is (no /api/tags, /props, /info or /v1/models answered); ` +
-            'give the endpoint path (e.g. /v1/chat/completions or /api/chat) or --dialect',
+        const problem = unknownServerProblem(
+          url.origin,
+          probe,
+          'give the endpoint path (e.g. /v1/chat/completions or /api/chat) or --dialect',
         );
+        // Not a usage error: the address may be right and the server down (exit 1, as for any request).
+        if (problem.connection) throw new RequestFailedError('network', problem.message, { url: url.origin });
+        throw new UsageError(problem.message);
       }
       // Ollama's native chat shows Ollama's own behaviour; every other server's chat route is OpenAI's.
       dialect = probe.server === 'ollama' && path === '' ? 'ollama-chat' : 'openai-chat';
@@ -95,7 +93,7 @@ export async function resolveEndpoint(input: ResolveInput): Promise<Endpoint> {
 
   let model = input.model;
   if (model === undefined && input.findModel && dialect !== undefined && NEEDS_MODEL.has(dialect)) {
-    models ??= (await probeUpstream(url.origin, input.fetch, input.headers)).models;
+    models ??= (await probeUpstream(url.origin, input.fetch, input.headers, { newDialects: false })).models;
     model = models[0];
   }
   return { url: url.toString(), dialect, dialectSource: source, model, server };

@@ -13,13 +13,17 @@ import { createSim } from '../../sim/create-sim.ts';
 import { parseFaults } from '../../sim/faults.ts';
 import { FAULT_HEADER } from '../../sim/sim-options.ts';
 import { CHAT_EXIT, chatFooter, chatOutcome } from '../chat/chat-outcome.ts';
+import { runRepl } from '../chat/chat-repl.ts';
 import { parseHeaders } from '../chat/parse-headers.ts';
 import { parseNumberFlag } from '../chat/parse-number-flag.ts';
+import { readlineTerminal } from '../chat/readline-terminal.ts';
 import { resolveEndpoint } from '../chat/resolve-endpoint.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
-import { connectionFailure } from '../probe-upstream.ts';
+import { connectionFailure, probeUpstream } from '../probe-upstream.ts';
 
 export const CHAT_HELP = `Usage: tokenwire chat [URL] PROMPT [options]
+       tokenwire chat [URL] [options]             (a conversation on a terminal)
+       echo PROMPT | tokenwire chat [URL] [options]
 
 Streams an answer to the terminal as it arrives, then a footer with the time to first token, tokens
 per second (the server's own decode timing when it reports one, else measured after the first token),
@@ -28,6 +32,11 @@ incomplete one (connection lost, idle timeout, server error, malformed stream) a
 never shown as finished. Ctrl-C cancels: the connection is closed, so the server stops generating.
 
 With no URL the built-in simulated model answers (no server, no weights).
+
+With no PROMPT, a piped stdin is the prompt; on a terminal, a conversation starts: each message is
+sent with the conversation so far. Commands: /system TEXT, /model NAME, /reset, /help, /quit (or
+Ctrl-D). Ctrl-C stops the answer that is streaming (the request is aborted); Ctrl-C at the prompt
+leaves. A model the server does not have gets an error listing the models it has.
 
 URL is an endpoint (http://localhost:8000/v1/chat/completions, http://localhost:8080/v1/messages,
 http://localhost:8000/v1/responses, http://localhost:11434/api/chat, http://localhost:8080/completion,
@@ -93,17 +102,31 @@ export async function chatCommand(argv: string[], io: CliIo): Promise<number> {
     io.stdout.write(CHAT_HELP);
     return 0;
   }
-  if (positionals.length === 0) throw new UsageError('chat needs a PROMPT (and optionally a URL before it)');
   if (positionals.length > 2)
     throw new UsageError(
       'chat takes [URL] PROMPT; quote a prompt that has spaces: tokenwire chat "a prompt"',
     );
-  const [first, second] = positionals as [string, string | undefined];
-  const target = second === undefined ? undefined : first;
-  const prompt = second ?? first;
-  if (target === undefined && /^https?:\/\//i.test(prompt))
-    throw new UsageError('chat needs a PROMPT after the URL');
-
+  const [first, second] = positionals as [string | undefined, string | undefined];
+  const looksLikeUrl = first !== undefined && /^https?:\/\//i.test(first);
+  const target = second !== undefined || looksLikeUrl ? first : undefined;
+  let prompt = second ?? (looksLikeUrl ? undefined : first);
+  // No PROMPT: a conversation on a terminal, the prompt from stdin when it is piped (issue 34 item 5).
+  const repl = prompt === undefined && io.stdin?.isTTY === true;
+  if (prompt === undefined && !repl) {
+    if (io.stdin === undefined)
+      throw new UsageError(
+        target === undefined
+          ? 'chat needs a PROMPT (and optionally a URL before it)'
+          : 'chat needs a PROMPT after the URL',
+      );
+    prompt = await readAll(io.stdin.open());
+    if (prompt.trim() === '')
+      throw new UsageError(
+        'chat needs a PROMPT: stdin was empty (pipe a prompt in, or give it as an argument)',
+      );
+  }
+  if (repl && values.json)
+    throw new UsageError('--json needs a PROMPT (an argument or piped stdin), not the interactive chat');
   const headers = parseHeaders(values.header);
   if (values['sim-faults'] !== undefined) {
     try {
@@ -166,17 +189,13 @@ export async function chatCommand(argv: string[], io: CliIo): Promise<number> {
     model = endpoint.model;
   }
 
-  const messages: ChatMessage[] = [];
-  if (values.system !== undefined) messages.push({ role: 'system', content: values.system });
-  messages.push({ role: 'user', content: prompt });
+  const base: ChatRequest = { messages: [], includeUsage: true };
   // Usage asked for so the footer can give the server's own token count instead of an estimate.
-  const request: ChatRequest = { messages, includeUsage: true };
-  if (model !== undefined) request.model = model;
   if (values['max-tokens'] !== undefined)
-    request.maxTokens = parseNumberFlag(values['max-tokens'], '--max-tokens', 'whole');
+    base.maxTokens = parseNumberFlag(values['max-tokens'], '--max-tokens', 'whole');
   if (values.temperature !== undefined)
-    request.temperature = parseNumberFlag(values.temperature, '--temperature', 'finite');
-  if (values.stop !== undefined && values.stop.length > 0) request.stop = values.stop;
+    base.temperature = parseNumberFlag(values.temperature, '--temperature', 'finite');
+  if (values.stop !== undefined && values.stop.length > 0) base.stop = values.stop;
 
   const idleMs =
     values['idle-timeout-ms'] === undefined
@@ -189,27 +208,80 @@ export async function chatCommand(argv: string[], io: CliIo): Promise<number> {
   if (values['connect-timeout-ms'] !== undefined)
     timeouts.connectMs = parseNumberFlag(values['connect-timeout-ms'], '--connect-timeout-ms', 'positive');
 
-  const printer = values.json ? new JsonPrinter(io) : new TerminalPrinter(io);
-  const answer = stream(
-    { url, dialect: dialectId, request, headers },
-    { fetch: fetchFn, signal: io.signal, timeouts },
-  );
-  printer.waiting();
-  let result: Result;
-  try {
-    for await (const event of answer) printer.event(event);
-    result = await answer.result;
-  } catch (error) {
-    return printer.failed(error);
+  /** One answer, streamed and printed; `signal` cancels it (Ctrl-C). */
+  const answerOnce = async (
+    messages: ChatMessage[],
+    modelName: string | undefined,
+    signal: AbortSignal,
+  ): Promise<{ code: number; result?: Result }> => {
+    const request: ChatRequest = Object.assign({}, base, { messages });
+    if (modelName !== undefined) request.model = modelName;
+    const printer = values.json ? new JsonPrinter(io) : new TerminalPrinter(io);
+    const answer = stream(
+      { url, dialect: dialectId, request, headers },
+      { fetch: fetchFn, signal, timeouts },
+    );
+    printer.waiting();
+    let result: Result;
+    try {
+      for await (const event of answer) printer.event(event);
+      result = await answer.result;
+    } catch (error) {
+      // An unknown model: say which ones the server has (its /v1/models or /api/tags).
+      const models = isUnknownModel(error)
+        ? (await probeUpstream(new URL(url).origin, fetchFn, headers, { newDialects: false })).models
+        : [];
+      return { code: printer.failed(error, models) };
+    }
+    return { code: printer.finish(result), result };
+  };
+
+  if (repl) {
+    const stdin = (io.stdin as NonNullable<CliIo['stdin']>).open();
+    return runRepl({
+      io,
+      terminal: readlineTerminal(stdin, io.stdout as NodeJS.WritableStream),
+      style: styleFor(io.stderr, io.env),
+      system: values.system,
+      model,
+      target: target === undefined ? 'the built-in simulated model' : url,
+      ask: async (messages, modelName, signal) => ({
+        result: (await answerOnce(messages, modelName, signal)).result,
+      }),
+    });
   }
-  return printer.finish(result);
+
+  const messages: ChatMessage[] = [];
+  if (values.system !== undefined) messages.push({ role: 'system', content: values.system });
+  messages.push({ role: 'user', content: prompt as string });
+  return (await answerOnce(messages, model, io.signal)).code;
+}
+
+/** The whole of a piped stdin as text, without the one line ending `echo` adds. */
+async function readAll(input: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of input)
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+}
+
+/** A 404 or 400 whose message is about the model ("The model `x` does not exist", "model 'x' not found"). */
+function isUnknownModel(error: unknown): boolean {
+  return (
+    error instanceof HttpError &&
+    (error.status === 404 || error.status === 400) &&
+    /model/i.test(`${error.detail ?? ''} ${error.body}`)
+  );
 }
 
 interface Printer {
   waiting(): void;
   event(event: StreamEvent): void;
   finish(result: Result): number;
-  failed(error: unknown): number;
+  /** `models`: the server's models, when the error is an unknown model's. */
+  failed(error: unknown, models: string[]): number;
 }
 
 /** The answer as a person reads it: text on stdout as it arrives, reasoning dimmed on stderr, a footer. */
@@ -288,7 +360,7 @@ class TerminalPrinter implements Printer {
     return chatOutcome(result).exitCode;
   }
 
-  failed(error: unknown): number {
+  failed(error: unknown, models: string[]): number {
     this.#endLine();
     const cancelled = error instanceof RequestFailedError && error.code === 'aborted';
     if (cancelled) {
@@ -300,6 +372,7 @@ class TerminalPrinter implements Printer {
       return CHAT_EXIT.cancelled;
     }
     this.#io.stderr.write(`${this.#err.red('error:')} ${describe(error)}\n`);
+    if (models.length > 0) this.#io.stderr.write(`${modelsLine(models)}\n`);
     return CHAT_EXIT.failed;
   }
 }
@@ -326,7 +399,7 @@ class JsonPrinter implements Printer {
     return outcome.exitCode;
   }
 
-  failed(error: unknown): number {
+  failed(error: unknown, models: string[]): number {
     const cancelled = error instanceof RequestFailedError && error.code === 'aborted';
     const line: Record<string, unknown> = {
       type: 'result',
@@ -339,10 +412,18 @@ class JsonPrinter implements Printer {
         ...(error instanceof HttpError ? { status: error.status } : {}),
       },
     };
+    if (models.length > 0) line.models = models;
     this.#io.stdout.write(`${JSON.stringify(line)}\n`);
     if (!cancelled) this.#io.stderr.write(`error: ${describe(error)}\n`);
+    if (models.length > 0) this.#io.stderr.write(`${modelsLine(models)}\n`);
     return cancelled ? CHAT_EXIT.cancelled : CHAT_EXIT.failed;
   }
+}
+
+/** The models a server has, for an unknown model's error; a long list is cut with a count. */
+function modelsLine(models: string[]): string {
+  const shown = models.slice(0, 20).join(', ');
+  return `models on this server: ${shown}${models.length > 20 ? `, … (${models.length} in all)` : ''}; pass one with --model (or /model in the chat)`;
 }
 
 function describe(error: unknown): string {

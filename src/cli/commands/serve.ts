@@ -15,7 +15,7 @@ import type { ResumeStore } from '../../server/resume-store.ts';
 import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../../server/upstream.ts';
 import { FAULTS, parseFaults } from '../../sim/faults.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
-import { parseDialectList, probeUpstream } from '../probe-upstream.ts';
+import { parseDialectList, probeUpstream, unknownServerProblem } from '../probe-upstream.ts';
 
 export const SERVE_HELP = `Usage: tokenwire serve [options]
 
@@ -70,7 +70,8 @@ Options:
   --sim-context-tokens N      Simulated context length: a longer prompt gets the imitated server's
                               "exceeds the context" error before streaming (default 32768)
   --log                       One JSON line per request on stderr (same as --log-level info)
-  --log-level LEVEL           Log requests at error, warn, info or debug and above (JSON lines on stderr)
+  --log-level LEVEL           Log requests at error, warn, info or debug and above (JSON lines on
+                              stderr; default warn: failed, refused and truncated requests only)
   --log-content               Put prompts and answers in the log lines (off: they may be personal data)
   --workers N|auto            Processes serving the one port (node:cluster; auto = one per core; default
                               1), LiteLLM's --num_workers: resume (the primary holds the memory store, or
@@ -194,9 +195,15 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     } else {
       const probe = await probeUpstream(url.origin, fetch, upstreamHeaders);
       if (probe.dialects.length === 0) {
-        throw new UsageError(
-          `could not tell what server ${url.origin} is (no /api/tags, /props, /info or /v1/models); pass --upstream-dialect`,
+        // What happened (refused, timed out, TLS, 401, a web page, 404 everywhere), then what to do.
+        const problem = unknownServerProblem(
+          url.origin,
+          probe,
+          `pass --upstream-dialect (${DIALECT_IDS.join(', ')})`,
         );
+        // A server that is down is not a usage error (exit 1); the rest is (exit 2).
+        if (problem.connection) throw new Error(problem.message);
+        throw new UsageError(problem.message);
       }
       dialects = probe.dialects;
       models = probe.models;
@@ -259,7 +266,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       timeouts,
     };
     simRaw = simRawRoute(sim.fetch);
-    upstreamText = 'the built-in simulated model (all six dialects)';
+    // Counted, not written: a number in words went stale once already (issue 34 item 10).
+    upstreamText = `the built-in simulated model (all ${DIALECT_IDS.length} dialects)`;
   }
 
   const flush: GatewayOptions['flush'] = {};
@@ -273,7 +281,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     throw new UsageError(
       `--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevelValue)}`,
     );
-  const logLevel = logLevelValue as LogLevel | undefined;
+  const logLevel: LogLevel =
+    (logLevelValue as LogLevel | undefined) ?? (values.log ? 'info' : DEFAULT_LOG_LEVEL);
   const security = securityOptions(values, io.env);
   const resumeStore =
     worker !== undefined && (values['resume-store'] === undefined || values['resume-store'] === 'memory')
@@ -306,10 +315,9 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     // The playground page at GET / (the gateway routes POST / to TGI before any fallback), and with the
     // simulator as upstream its raw bytes under /sim/ (the page's wire view).
     fallback: simRaw === undefined ? serveStatic() : chainFallbacks(simRaw, serveStatic()),
-    onLog:
-      values.log || logLevel !== undefined
-        ? (record) => io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`)
-        : undefined,
+    // Failed and refused requests (warn and above) are logged by default, so the request id a 502
+    // names can be found (issue 34 item 7); --log / --log-level show more.
+    onLog: (record) => io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`),
     logLevel,
     logContent: values['log-content'],
     telemetry:
@@ -333,7 +341,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const loopback = values.host === '127.0.0.1' || values.host === 'localhost' || values.host === '::1';
   if (values.json) {
     io.stdout.write(
-      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, loopbackOnly: loopback, allowedHosts: allowedHosts ?? '*', bodyTimeoutMs, maxConnections, ...securitySummary(security, values['resume-store']) })}\n`,
+      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, loopbackOnly: loopback, logLevel, allowedHosts: allowedHosts ?? '*', bodyTimeoutMs, maxConnections, ...securitySummary(security, values['resume-store']) })}\n`,
     );
   } else {
     io.stdout.write(`${style.bold('tokenwire gateway')} listening on ${style.cyan(served.url)}\n`);
@@ -358,6 +366,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     io.stdout.write(
       `          -d '{"model":${tryModel},"stream":true,"messages":[{"role":"user","content":"hello"}]}'\n`,
     );
+    io.stdout.write(`  log: ${logLine(logLevel)}\n`);
     io.stdout.write(`  metrics: ${served.url}/metrics   Ctrl-C stops\n`);
     for (const line of telemetry?.description ?? []) io.stdout.write(`  opentelemetry ${line}\n`);
   }
@@ -386,6 +395,23 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     return 1;
   }
   return 0;
+}
+
+/** What is logged when neither --log nor --log-level is given: failed and refused requests. */
+const DEFAULT_LOG_LEVEL: LogLevel = 'warn';
+
+/** The banner's log line: what is written to stderr, and how to see more. */
+function logLine(level: LogLevel): string {
+  switch (level) {
+    case 'error':
+      return 'failed requests (level error) as JSON lines on stderr; --log for every request';
+    case 'warn':
+      return 'failed, refused and truncated requests (warn and above) as JSON lines on stderr; --log for every request, --log-level debug for upstream detail';
+    case 'info':
+      return 'every request as a JSON line on stderr; --log-level debug for upstream detail';
+    default:
+      return 'every request as a JSON line on stderr, with upstream detail (debug)';
+  }
 }
 
 /** How long the shutdown may take before the command returns anyway (bin.ts then exits the process). */
