@@ -9,7 +9,7 @@ import {
   takesIncomingRequest,
 } from '../server/incoming-request.ts';
 import type { MemoryResumeStore } from '../server/memory-resume-store.ts';
-import { mergePrometheusText } from '../server/merge-prometheus.ts';
+import { mergePrometheusText, monotonicPart } from '../server/merge-prometheus.ts';
 import { type ClusterMessage, ClusterSender, unbatch } from './cluster-sender.ts';
 import { PrimaryResumeStore, ResumeStoreHost } from './primary-resume-store.ts';
 
@@ -84,6 +84,13 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
     { waiting: Set<number>; texts: Map<number, string>; finish: () => void }
   >();
   let nextRid = 1;
+  /** Each live worker's last metrics text (for a scrape it does not answer in time, and its exit). */
+  const lastTexts = new Map<number, string>();
+  /**
+   * The counters and histograms of every worker that exited, as last seen, summed (issue 30.9): added
+   * to each scrape, so no summed counter goes down when a worker is replaced.
+   */
+  let retired = '';
   let totalSlots = 0;
   let stopping = false;
   const restarts: number[] = [];
@@ -103,8 +110,14 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
     const finish = () => {
       if (!collections.delete(id)) return;
       clearTimeout(timer);
+      // A live worker that did not answer in time counts with its last text, not as zero.
+      for (const state of states.values()) {
+        const last = lastTexts.get(state.worker.id);
+        if (!texts.has(state.worker.id) && last !== undefined) texts.set(state.worker.id, last);
+      }
       // In worker order: the sum's sample order is then the same on every scrape.
       const ordered = [...texts.entries()].sort((a, b) => a[0] - b[0]).map((entry) => entry[1]);
+      if (retired !== '') ordered.push(retired);
       asker.sender.sendNow({ tw: 'metrics-text', rid, text: mergePrometheusText(ordered) });
     };
     collections.set(id, { waiting: new Set(targets.map((s) => s.worker.id)), texts, finish });
@@ -145,6 +158,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
           collect(state, message.rid);
           break;
         case 'rendered': {
+          if (states.has(state.worker.id)) lastTexts.set(state.worker.id, String(message.text));
           const collection = collections.get(message.rid as number);
           if (collection === undefined) break;
           collection.texts.set(state.worker.id, String(message.text));
@@ -173,9 +187,20 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
     worker.on('error', () => {});
     worker.once('exit', (code, signal) => {
       states.delete(worker.id);
+      const last = lastTexts.get(worker.id);
+      lastTexts.delete(worker.id);
+      if (last !== undefined)
+        retired = mergePrometheusText(
+          retired === '' ? [monotonicPart(last)] : [retired, monotonicPart(last)],
+        );
       totalSlots -= state.slots;
-      host?.workerGone(worker.id);
+      host?.workerGone(
+        worker.id,
+        `its worker process (pid ${worker.process.pid}) died (${signal ?? `exit code ${code}`})`,
+      );
       for (const collection of collections.values()) {
+        // What it answered is in `retired` now: counted once.
+        collection.texts.delete(worker.id);
         collection.waiting.delete(worker.id);
         if (collection.waiting.size === 0) collection.finish();
       }

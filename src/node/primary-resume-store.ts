@@ -24,11 +24,22 @@ function fromWire(frame: WireFrame): StoredFrame {
     : { seq: frame[0], data: frame[1], kind: frame[2] as StoredFrame['kind'] };
 }
 
+/**
+ * Payload characters the primary sends a subscription ahead of what its worker's reader has taken
+ * (issue 30.4): a follower that stops reading holds at most this much in its worker (and the channel),
+ * the rest waiting in the primary's store. The worker gives credit back in halves of it (`rs-more`).
+ */
+export const SUBSCRIPTION_WINDOW_CHARS = 256 * 1024;
+
 interface Subscriber {
+  sid: number;
+  /** Payload characters read by the body since the last credit given back. */
+  taken: number;
   frames: StoredFrame[];
   ended: boolean;
   status: StoredStatus;
   endSeq: number | undefined;
+  lostReason: string | undefined;
   wake: (() => void) | undefined;
 }
 
@@ -105,6 +116,7 @@ export class PrimaryResumeStore implements ResumeStore {
     for (const subscriber of this.#subscribers.values()) {
       subscriber.ended = true;
       subscriber.status = 'lost';
+      subscriber.lostReason = 'the gateway shut down';
       subscriber.wake?.();
     }
     this.#subscribers.clear();
@@ -134,6 +146,7 @@ export class PrimaryResumeStore implements ResumeStore {
         subscriber.ended = true;
         subscriber.status = message.status as StoredStatus;
         subscriber.endSeq = message.endSeq as number | undefined;
+        subscriber.lostReason = message.reason as string | undefined;
         subscriber.wake?.();
         return true;
       }
@@ -152,10 +165,13 @@ export class PrimaryResumeStore implements ResumeStore {
     else if (message.tw === 'rs-sub-nse') waiting.reject(new NoSuchEventError(message.last as number));
     else {
       const subscriber: Subscriber = {
+        sid,
+        taken: 0,
         frames: [],
         ended: false,
         status: 'live',
         endSeq: undefined,
+        lostReason: undefined,
         wake: undefined,
       };
       this.#subscribers.set(sid, subscriber);
@@ -164,20 +180,33 @@ export class PrimaryResumeStore implements ResumeStore {
       meta.flavor ??= undefined;
       waiting.resolve({
         meta,
-        frames: drain(subscriber),
+        frames: drain(subscriber, this.#sender),
         status: () => subscriber.status,
         endSeq: () => subscriber.endSeq,
+        lostReason: () => subscriber.lostReason,
       });
     }
   }
 }
 
-async function* drain(subscriber: Subscriber): AsyncGenerator<StoredFrame> {
+/** A subscription's flow control on the primary's side. */
+interface Credit {
+  inFlight: number;
+  wake: (() => void) | undefined;
+}
+
+async function* drain(subscriber: Subscriber, sender: ClusterSender): AsyncGenerator<StoredFrame> {
   let index = 0;
   for (;;) {
     if (index < subscriber.frames.length) {
       const frame = subscriber.frames[index]!;
       index += 1;
+      // Read by the body: credit for more, given back in halves of the window (one message each).
+      subscriber.taken += frame.data.length;
+      if (subscriber.taken >= SUBSCRIPTION_WINDOW_CHARS / 2 && !subscriber.ended) {
+        sender.post({ tw: 'rs-more', sid: subscriber.sid, chars: subscriber.taken });
+        subscriber.taken = 0;
+      }
       // Let go of what was read, in bulk (a shift per frame would copy the array each time).
       if (index > 1024) {
         subscriber.frames = subscriber.frames.slice(index);
@@ -199,15 +228,21 @@ async function* drain(subscriber: Subscriber): AsyncGenerator<StoredFrame> {
 /**
  * The primary's side of `PrimaryResumeStore`: applies each worker's calls, in the order they came, to
  * one `MemoryResumeStore`, and streams subscriptions back. When a worker dies, its subscriptions stop and
- * the streams it was still writing end as `cancelled` (no ending was written: a resuming reader writes
- * an honest one), so nobody waits forever on a producer that is gone.
+ * the streams it was still writing end as `lost`, "its worker process died" (no ending was written: a
+ * resuming reader writes an honest one, saying so), so nobody waits forever on a producer that is gone.
  */
 export class ResumeStoreHost {
   readonly #store: MemoryResumeStore;
   /** Per worker: streams it opened and has not closed, and its subscriptions' aborts. */
   readonly #workers = new Map<
     number,
-    { live: Set<string>; subscriptions: Map<number, AbortController>; sender: ClusterSender }
+    {
+      live: Set<string>;
+      subscriptions: Map<number, AbortController>;
+      /** Per subscription: characters sent and not yet credited back, and who waits for credit. */
+      credits: Map<number, Credit>;
+      sender: ClusterSender;
+    }
   >();
 
   constructor(store: MemoryResumeStore) {
@@ -217,7 +252,7 @@ export class ResumeStoreHost {
   #worker(worker: number, sender: ClusterSender) {
     let state = this.#workers.get(worker);
     if (state === undefined) {
-      state = { live: new Set(), subscriptions: new Map(), sender };
+      state = { live: new Set(), subscriptions: new Map(), credits: new Map(), sender };
       this.#workers.set(worker, state);
     }
     return state;
@@ -252,22 +287,34 @@ export class ResumeStoreHost {
         state?.subscriptions.delete(sid);
         return true;
       }
+      case 'rs-more': {
+        const credit = this.#workers.get(worker)?.credits.get(message.sid as number);
+        if (credit !== undefined) {
+          credit.inFlight -= Number(message.chars) || 0;
+          credit.wake?.();
+        }
+        return true;
+      }
       default:
         return false;
     }
   }
 
-  /** A worker exited: its subscriptions end, its unfinished streams are cancelled. */
-  workerGone(worker: number): void {
+  /** A worker exited: its subscriptions end, its unfinished streams are lost, saying why. */
+  workerGone(worker: number, how = 'its worker process died'): void {
     const state = this.#workers.get(worker);
     if (state === undefined) return;
     this.#workers.delete(worker);
     for (const controller of state.subscriptions.values()) controller.abort();
-    for (const id of state.live) void this.#store.close(id, 'cancelled');
+    for (const id of state.live) this.#store.lose(id, how);
   }
 
   async #subscribe(
-    state: { subscriptions: Map<number, AbortController>; sender: ClusterSender },
+    state: {
+      subscriptions: Map<number, AbortController>;
+      credits: Map<number, Credit>;
+      sender: ClusterSender;
+    },
     message: ClusterMessage,
   ): Promise<void> {
     const sid = message.sid as number;
@@ -297,16 +344,36 @@ export class ResumeStoreHost {
       return;
     }
     sender.sendNow({ tw: 'rs-sub-ok', sid, meta: subscription.meta });
-    // Frames of a turn go in one message (the sender batches; one frame per entry, in order).
-    for await (const frame of subscription.frames) {
-      if (controller.signal.aborted) break;
-      sender.post({ tw: 'rs-frames', sid, f: [toWire(frame)] }, frame.data.length);
+    const credit: Credit = { inFlight: 0, wake: undefined };
+    state.credits.set(sid, credit);
+    const aborted = () => credit.wake?.();
+    controller.signal.addEventListener('abort', aborted, { once: true });
+    // Frames of a turn go in one message (the sender batches; one frame per entry, in order), as far
+    // as the window allows: past it, the rest is read from the store as the worker's reader takes it.
+    try {
+      for await (const frame of subscription.frames) {
+        if (controller.signal.aborted) break;
+        sender.post({ tw: 'rs-frames', sid, f: [toWire(frame)] }, frame.data.length);
+        credit.inFlight += frame.data.length;
+        while (credit.inFlight >= SUBSCRIPTION_WINDOW_CHARS && !controller.signal.aborted)
+          await new Promise<void>((resolve) => {
+            credit.wake = () => {
+              credit.wake = undefined;
+              resolve();
+            };
+          });
+      }
+    } finally {
+      controller.signal.removeEventListener('abort', aborted);
+      state.credits.delete(sid);
     }
     state.subscriptions.delete(sid);
     if (controller.signal.aborted) return;
     const end: ClusterMessage = { tw: 'rs-end', sid, status: subscription.status() };
     const endSeq = subscription.endSeq?.();
     if (endSeq !== undefined) end.endSeq = endSeq;
+    const reason = subscription.lostReason?.();
+    if (reason !== undefined) end.reason = reason;
     sender.sendNow(end);
   }
 }

@@ -1,4 +1,6 @@
 import { Redis } from 'ioredis';
+import { errorMessage } from '../server/gateway-errors.ts';
+import { redactUrls } from '../server/request-log.ts';
 import {
   type ClosingStatus,
   NO_STORE_RETAIN_MS,
@@ -287,11 +289,19 @@ export class RedisResumeStore implements ResumeStore {
     if (afterSeq > (last?.seq ?? 0)) throw new NoSuchEventError(last?.seq ?? 0);
     let status: StoredStatus = 'live';
     let endSeq: number | undefined;
-    const frames = this.#follow(streamId, record.replica, afterSeq, signal, (ended, seq) => {
+    let lostReason: string | undefined;
+    const frames = this.#follow(streamId, record.replica, afterSeq, signal, (ended, seq, reason) => {
       status = ended;
       endSeq = seq;
+      lostReason = reason;
     });
-    return { meta: record.meta, frames, status: () => status, endSeq: () => endSeq };
+    return {
+      meta: record.meta,
+      frames,
+      status: () => status,
+      endSeq: () => endSeq,
+      lostReason: () => lostReason,
+    };
   }
 
   async shutdown(): Promise<void> {
@@ -325,8 +335,8 @@ export class RedisResumeStore implements ResumeStore {
     replica: string,
     afterSeq: number,
     signal: AbortSignal,
-    /** `endSeq`: the producer's last seq, from its ending entry. */
-    setStatus: (status: StoredStatus, endSeq?: number) => void,
+    /** `endSeq`: the producer's last seq, from its ending entry; `reason`: why it is `lost`, if known. */
+    setStatus: (status: StoredStatus, endSeq?: number, reason?: string) => void,
   ): AsyncGenerator<StoredFrame> {
     const framesKey = this.#framesKey(streamId);
     let lastId = `${afterSeq}-0`;
@@ -359,7 +369,7 @@ export class RedisResumeStore implements ResumeStore {
           if (signal.aborted) return;
           // Redis is unreachable: nobody can tell how the stream ends, so it is not a clean one.
           this.#report(error);
-          setStatus('lost');
+          setStatus('lost', undefined, unreachable(error));
           return;
         }
         for (const [id, fields] of entries) {
@@ -401,14 +411,22 @@ export class RedisResumeStore implements ResumeStore {
         }
         // ...and after each silent interval, check the producer is alive and the stream still there.
         heardAt = Date.now();
+        let storeError: unknown;
         const [alive, present, produced] = await Promise.all([
           this.#redis.exists(this.#replicaKey(replica)),
           this.#redis.exists(this.#metaKey(streamId)),
           this.#redis.sismember(this.#streamsKey(replica), streamId),
         ]).catch((error: unknown) => {
           this.#report(error);
+          storeError = error;
           return [0, 0, 0];
         });
+        if (storeError !== undefined) {
+          // Not the producer's death: the store itself did not answer (issue 30.9, say what happened).
+          if (signal.aborted) return;
+          setStatus('lost', undefined, unreachable(storeError));
+          return;
+        }
         // Gone, or no longer producing this stream (its ending was lost with a Redis restart): one more
         // read (without blocking) for what it wrote just before, then `lost`.
         if (alive === 0 || present === 0 || produced === 0) producerGone = true;
@@ -485,6 +503,11 @@ export class RedisResumeStore implements ResumeStore {
     this.errors += 1;
     this.#onError?.(error);
   }
+}
+
+/** Why a followed stream is `lost` when Redis fails under it (the URL's credentials redacted). */
+function unreachable(error: unknown): string {
+  return `the resume store (Redis) is unreachable: ${redactUrls(errorMessage(error))}`;
 }
 
 /** `<seq>-0` is a frame, `<seq>-1` the ending written after frame `seq`. */

@@ -1,3 +1,4 @@
+import { clientBlock } from './client-identity.ts';
 import {
   type ClosingStatus,
   NO_STORE_RETAIN_MS,
@@ -15,7 +16,9 @@ export interface MemoryResumeStoreOptions {
   /**
    * Streams kept at most. When full, the client (API key, else address: `StreamMeta.client`) holding
    * the most streams loses its oldest, finished ones first: one client's flood evicts its own streams,
-   * never a quiet client's. Default 1000.
+   * never a quiet client's. Addresses are weighed by block first (a /24 of IPv4, a /64 of IPv6:
+   * `clientBlock`): the block holding the most streams gives one up, from its address holding the most,
+   * so a client rotating through its block's addresses still evicts its own. Default 1000.
    */
   maxStreams?: number | undefined;
   /** Streams kept at most per client; past it, the client's own oldest go. Default: `maxStreams`. */
@@ -49,9 +52,13 @@ interface Entry {
   meta: StreamMeta;
   /** The bucket of the per-client bounds ('' for streams of no known client). */
   client: string;
+  /** Its address block (`clientBlock`). */
+  block: string;
   frames: StoredFrame[];
   bytes: number;
   status: StoredStatus;
+  /** Why it is `lost`, when known (`ResumeSubscription.lostReason`). */
+  lostReason: string | undefined;
   closedAt: number | undefined;
   /** Who waits for the next frame or the end: made by the first resuming reader, not per stream. */
   waiters: Set<() => void> | undefined;
@@ -68,6 +75,8 @@ export class MemoryResumeStore implements ResumeStore {
   #closedNoStoreHead = 0;
   /** Each client's streams, oldest first (Map order). */
   readonly #byClient = new Map<string, Map<string, Entry>>();
+  /** Each address block's clients (`clientBlock`) and how many streams they hold together. */
+  readonly #byBlock = new Map<string, { size: number; clients: Set<string> }>();
   readonly #maxStreams: number;
   readonly #maxTotalBytes: number;
   /** Payload characters held by every stream together. */
@@ -109,12 +118,22 @@ export class MemoryResumeStore implements ResumeStore {
       bucket = new Map();
       this.#byClient.set(client, bucket);
     }
+    const blockId = clientBlock(client);
+    let block = this.#byBlock.get(blockId);
+    if (block === undefined) {
+      block = { size: 0, clients: new Set() };
+      this.#byBlock.set(blockId, block);
+    }
+    block.size += 1;
+    block.clients.add(client);
     const entry: Entry = {
       meta,
       client,
+      block: blockId,
       frames: [],
       bytes: 0,
       status: 'live',
+      lostReason: undefined,
       closedAt: undefined,
       waiters: undefined,
     };
@@ -166,12 +185,31 @@ export class MemoryResumeStore implements ResumeStore {
       meta: entry.meta,
       frames: follow(entry, afterSeq, signal),
       status: () => entry.status,
+      lostReason: () => entry.lostReason,
     };
+  }
+
+  /**
+   * A live stream whose producer is gone without writing its ending (its `serve --workers` worker
+   * died): it ends as `lost`, `reason` saying why, and is kept as a closed one.
+   */
+  lose(streamId: string, reason: string): void {
+    const entry = this.#entries.get(streamId);
+    if (entry === undefined || entry.status !== 'live') return;
+    const closedAt = this.#now();
+    entry.status = 'lost';
+    entry.lostReason = reason;
+    entry.closedAt = closedAt;
+    (entry.meta.noStore === true ? this.#closedNoStore : this.#closed).push({ id: streamId, closedAt });
+    wake(entry);
   }
 
   async shutdown(): Promise<void> {
     for (const entry of this.#entries.values()) {
-      if (entry.status === 'live') entry.status = 'lost';
+      if (entry.status === 'live') {
+        entry.status = 'lost';
+        entry.lostReason = 'the gateway shut down';
+      }
       wake(entry);
     }
   }
@@ -213,21 +251,35 @@ export class MemoryResumeStore implements ResumeStore {
   }
 
   /**
-   * Full (in streams, or `forBytes` in payload characters): the client holding the most streams loses
-   * its oldest (finished first), so a flood evicts the
-   * flooder's own streams and never a quiet client's. The opener at or past its fair share is that
-   * client without a search (the flood case); otherwise the buckets are scanned (one per client).
+   * Full (in streams, or `forBytes` in payload characters): the address block holding the most streams,
+   * then its client holding the most, loses its oldest (finished first), so a flood evicts the
+   * flooder's own streams and never a quiet client's, even from many addresses of one block. The
+   * opener's block (and the opener in it) at or past its fair share is that one without a search (the
+   * flood case); otherwise the blocks (and the block's clients) are scanned.
    */
   #makeRoom(opener: string, forBytes = false): void {
+    const openerBlock = clientBlock(opener);
     while (
       forBytes
         ? this.#totalBytes > this.#maxTotalBytes && this.#entries.size > 1
         : this.#entries.size >= this.#maxStreams
     ) {
-      let victim = this.#byClient.get(opener);
-      if (victim === undefined || victim.size * this.#byClient.size < this.#entries.size) {
-        for (const bucket of this.#byClient.values())
-          if (victim === undefined || bucket.size > victim.size) victim = bucket;
+      let blockId = openerBlock;
+      let block = this.#byBlock.get(openerBlock);
+      if (block === undefined || block.size * this.#byBlock.size < this.#entries.size) {
+        for (const [id, candidate] of this.#byBlock)
+          if (block === undefined || candidate.size > block.size) {
+            block = candidate;
+            blockId = id;
+          }
+      }
+      if (block === undefined || block.size === 0) return;
+      let victim = blockId === openerBlock ? this.#byClient.get(opener) : undefined;
+      if (victim === undefined || victim.size * block.clients.size < block.size) {
+        for (const client of block.clients) {
+          const bucket = this.#byClient.get(client);
+          if (bucket !== undefined && (victim === undefined || bucket.size > victim.size)) victim = bucket;
+        }
       }
       if (victim === undefined || victim.size === 0) return;
       this.#evictOwn(victim);
@@ -246,7 +298,10 @@ export class MemoryResumeStore implements ResumeStore {
     }
     if (victim === undefined) return;
     const [id, entry] = victim;
-    if (entry.status === 'live') entry.status = 'lost';
+    if (entry.status === 'live') {
+      entry.status = 'lost';
+      entry.lostReason = 'the resume store evicted it to make room for newer streams';
+    }
     wake(entry);
     this.#drop(id, entry);
   }
@@ -255,9 +310,15 @@ export class MemoryResumeStore implements ResumeStore {
     this.#entries.delete(id);
     this.#totalBytes -= entry.bytes;
     const bucket = this.#byClient.get(entry.client);
-    if (bucket === undefined) return;
-    bucket.delete(id);
-    if (bucket.size === 0) this.#byClient.delete(entry.client);
+    if (bucket === undefined || !bucket.delete(id)) return;
+    const blockId = entry.block;
+    const block = this.#byBlock.get(blockId);
+    if (block !== undefined) block.size -= 1;
+    if (bucket.size > 0) return;
+    this.#byClient.delete(entry.client);
+    if (block === undefined) return;
+    block.clients.delete(entry.client);
+    if (block.clients.size === 0) this.#byBlock.delete(blockId);
   }
 }
 

@@ -39,6 +39,43 @@ export function mergePrometheusText(texts: readonly string[]): string {
   return out;
 }
 
+/**
+ * The part of a Prometheus text that only ever grows: its counters and histograms (`# HELP`, `# TYPE`
+ * and samples), without gauges or untyped samples. What the primary of `serve --workers` keeps of a
+ * worker that died, summed into every later scrape, so a sum over workers never goes down when one is
+ * replaced (a gauge of a dead process, its open streams, is no longer true: it is dropped).
+ */
+export function monotonicPart(text: string): string {
+  let out = '';
+  let family: string | undefined;
+  let keep = false;
+  // HELP comes before TYPE: held back until the TYPE says whether the family stays.
+  let pendingHelp: string | undefined;
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    if (line.startsWith('#')) {
+      const match = /^#\s+(HELP|TYPE)\s+(\S+)(?:\s(.*))?$/.exec(line);
+      if (match === null) continue;
+      if (match[2] !== family) {
+        family = match[2]!;
+        keep = false;
+      }
+      if (match[1] === 'TYPE') keep = match[3] === 'counter' || match[3] === 'histogram';
+      if (match[1] === 'HELP') {
+        pendingHelp = line;
+        continue;
+      }
+      if (keep) out += `${pendingHelp === undefined ? '' : `${pendingHelp}\n`}${line}\n`;
+      pendingHelp = undefined;
+      continue;
+    }
+    const sample = parseSample(line);
+    if (sample !== undefined && keep && family !== undefined && sampleBelongs(sample.name, family))
+      out += `${line}\n`;
+  }
+  return out;
+}
+
 interface Family {
   name: string;
   help: string | undefined;

@@ -68,6 +68,12 @@ export interface ResumeSubscription {
    * a reader that got fewer knows frames were lost on the way (call after `frames` is exhausted).
    */
   endSeq?(): number | undefined;
+  /**
+   * Why a `lost` stream stopped, when the store knows, in words a resumed stream's error ends with
+   * ("its worker process died", "the resume store is unreachable: ..."): undefined for a producer that
+   * is simply gone (call after `frames` is exhausted).
+   */
+  lostReason?(): string | undefined;
 }
 
 /**

@@ -130,7 +130,7 @@ describe('PrimaryResumeStore: one memory store in the primary, shared by every w
     assert.equal(subscription!.status(), 'failed');
   });
 
-  it('a worker that dies: its unfinished streams end (cancelled) for readers on other workers', async () => {
+  it('a worker that dies: its unfinished streams end (lost, saying so) for readers on other workers', async () => {
     const { stores, host } = cluster(2);
     const [a, b] = stores as [PrimaryResumeStore, PrimaryResumeStore];
     await a.open('s4', META);
@@ -144,7 +144,9 @@ describe('PrimaryResumeStore: one memory store in the primary, shared by every w
       (await reading).map((f) => f.seq),
       [1],
     );
-    assert.equal(subscription!.status(), 'cancelled');
+    // Issue 30.9: not "cancelled" (its client did not leave): lost, because its worker died.
+    assert.equal(subscription!.status(), 'lost');
+    assert.equal(subscription!.lostReason?.(), 'its worker process died');
   });
 
   it('a subscriber that aborts stops reading, though the stream is still live', async () => {
