@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Run first by `npm test`, before anything is built: the system packages the tests need beyond npm
 // (redis-server for the Redis resume store's tests, Debian's chromium for the playground and the bench
-// report). Missing ones are installed with apt-get when we are root on a Debian-like machine (as .ci/run
-// does: apt-get update first); otherwise it stops at once, naming each missing package and the one
-// command that installs it. TOKENWIRE_SKIP_DEP_CHECK=1 skips the check.
+// report, nginx for the deployment guide's proxy configuration). Missing ones are installed with
+// apt-get when we are root on a Debian-like machine (as .ci/run does: apt-get update first); otherwise
+// it stops at once, naming each missing package and the one command that installs it.
+// TOKENWIRE_SKIP_DEP_CHECK=1 skips the check.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -12,6 +13,8 @@ const NEEDS = [
   { what: 'redis-server', package: 'redis-server', present: () => onPath('redis-server') },
   // The tests launch /usr/bin/chromium (Debian's package; playwright-core brings no browser).
   { what: '/usr/bin/chromium', package: 'chromium', present: () => existsSync('/usr/bin/chromium') },
+  // test/node/nginx.test.ts runs docs/deploy.md's configuration in Debian's nginx (started by the test).
+  { what: '/usr/sbin/nginx', package: 'nginx', present: () => existsSync('/usr/sbin/nginx') },
 ];
 
 function onPath(command) {

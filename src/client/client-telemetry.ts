@@ -1,4 +1,3 @@
-import type { Attributes, Histogram, Meter, Span, Tracer } from '@opentelemetry/api';
 import { dialectForPath } from '../dialects/registry.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamRequest } from './build-request.ts';
@@ -13,6 +12,7 @@ import {
   STATUS_ERROR,
   TOKEN_BUCKETS,
 } from './gen-ai-conventions.ts';
+import type { Attributes, Histogram, Meter, Span, Tracer } from './otel-types.ts';
 
 /**
  * OpenTelemetry for one `stream()` / `complete()` call, following the GenAI semantic conventions: a

@@ -1,15 +1,14 @@
-import type { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { DialectId } from '../dialects/dialect.ts';
 import type { Result } from '../events/result.ts';
+import type { SpanKind, SpanStatusCode } from './otel-types.ts';
 
 /**
  * What the OpenTelemetry GenAI semantic conventions fix, shared by the client's and the gateway's
- * telemetry. Numeric values of the API's enums: `import type` keeps the API unloaded until telemetry
- * is asked for.
+ * telemetry. Numeric values of the API's enums, so the API stays unloaded until telemetry is asked for.
  */
-export const SPAN_KIND_SERVER = 1 as SpanKind;
-export const SPAN_KIND_CLIENT = 2 as SpanKind;
-export const STATUS_ERROR = 2 as SpanStatusCode;
+export const SPAN_KIND_SERVER: SpanKind = 1;
+export const SPAN_KIND_CLIENT: SpanKind = 2;
+export const STATUS_ERROR: SpanStatusCode = 2;
 
 /** Bucket boundaries the conventions ask for, per metric (seconds, or tokens). */
 export const DURATION_BUCKETS = [

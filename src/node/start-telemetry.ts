@@ -1,4 +1,4 @@
-import type { Meter, TextMapPropagator, Tracer } from '@opentelemetry/api';
+import type { Meter, TextMapPropagator, Tracer } from '../client/otel-types.ts';
 import { requirePackages } from './optional-package.ts';
 
 /** What `startTelemetry` set up: hand `tracer`, `meter` and `propagator` to `createGateway({telemetry})`. */

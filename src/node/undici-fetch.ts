@@ -41,7 +41,12 @@ async function importAgent(): Promise<AgentClass> {
  * `serve --upstream` and `bench` await it at start-up; `createUndiciFetch` loads it at the first
  * request otherwise.
  */
-export function loadUndici(): Promise<AgentClass> {
+export async function loadUndici(): Promise<void> {
+  await loadAgent();
+}
+
+/** undici's Agent, loaded once (`loadUndici`); its type stays out of the public declarations. */
+function loadAgent(): Promise<AgentClass> {
   loadingAgent ??= importOptional('undici', "tokenwire's upstream fetch", importAgent).then((loaded) => {
     Agent = loaded;
     return loaded;
@@ -58,7 +63,16 @@ export interface UndiciFetchOptions {
    */
   finishDrainMs?: number | undefined;
   /** The undici dispatcher to send through. Default: an `Agent` of its own, keep-alive, no undici timeouts. */
-  dispatcher?: Dispatcher | undefined;
+  dispatcher?: UndiciDispatcher | undefined;
+}
+
+/**
+ * An undici `Dispatcher` (an `Agent`, `Pool`, `ProxyAgent`…), declared by its shape: undici is an
+ * optional peer dependency, and importing its types here would make these declarations need it.
+ */
+export interface UndiciDispatcher {
+  dispatch(options: object, handler: object): boolean;
+  close(): Promise<void>;
 }
 
 /**
@@ -78,8 +92,9 @@ export function createUndiciFetch(options: UndiciFetchOptions = {}): (request: R
       bodyTimeout: 0,
     });
   // undici is loaded lazily (an optional peer): the Agent is made now if it is, else at the first request.
+  // A dispatcher handed over is undici's own (UndiciDispatcher is its shape).
   let dispatcher: Dispatcher | undefined =
-    options.dispatcher ?? (Agent === undefined ? undefined : agentOf(Agent));
+    (options.dispatcher as Dispatcher | undefined) ?? (Agent === undefined ? undefined : agentOf(Agent));
   const undiciFetch = async (input: Request | string | URL, init?: RequestInit): Promise<Response> => {
     const request = typeof input === 'string' || input instanceof URL ? undefined : input;
     const href = request?.url ?? String(input);
@@ -117,7 +132,7 @@ export function createUndiciFetch(options: UndiciFetchOptions = {}): (request: R
     }
     // (No content-length is copied: undici sets the length of the body it is given.)
     if (signal?.aborted === true) throw abortError(signal);
-    if (dispatcher === undefined) dispatcher = agentOf(await loadUndici());
+    if (dispatcher === undefined) dispatcher = agentOf(await loadAgent());
     const through = dispatcher;
     return new Promise<Response>((resolve, reject) => {
       const call = new UpstreamCall(href, method, pushOnly, finishDrainMs, signal, resolve, reject);

@@ -1,12 +1,3 @@
-import type {
-  Attributes,
-  Context,
-  Histogram,
-  Meter,
-  Span,
-  TextMapPropagator,
-  Tracer,
-} from '@opentelemetry/api';
 import { HttpError, RequestFailedError } from '../client/client-errors.ts';
 import {
   DURATION_BUCKETS,
@@ -19,6 +10,16 @@ import {
   STATUS_ERROR,
   TOKEN_BUCKETS,
 } from '../client/gen-ai-conventions.ts';
+import type {
+  Attributes,
+  Context,
+  Histogram,
+  Meter,
+  OtelApi,
+  Span,
+  TextMapPropagator,
+  Tracer,
+} from '../client/otel-types.ts';
 import type { DialectId } from '../dialects/dialect.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
 import type { Result } from '../events/result.ts';
@@ -26,8 +27,6 @@ import type { IncomingHeaders, IncomingRequest } from './incoming-request.ts';
 import { type EndState, redactUrls } from './request-log.ts';
 import { abbreviatedStreamId } from './stream-id.ts';
 import type { Upstream } from './upstream.ts';
-
-type OtelApi = typeof import('@opentelemetry/api');
 
 /**
  * OpenTelemetry for the gateway. Only `@opentelemetry/api` is used (an optional peer dependency),

@@ -2,15 +2,18 @@ import type { Dialect } from '../dialects/dialect.ts';
 import { RequestError } from '../dialects/dialect.ts';
 import { getDialect } from '../dialects/registry.ts';
 import type { ChatRequest } from '../events/chat-request.ts';
+import { DEFAULT_CONTEXT_TOKENS } from './context-error.ts';
 import { promptTokens } from './generate.ts';
 import { modelNotFoundResponse, servesModel } from './model-not-found.ts';
-import { loadTokenizer } from './tokenizer.ts';
+import { loadTokenizer, type SimTokenizer } from './tokenizer.ts';
 
 /** What the counting routes need of the sim. */
 export interface CountRouteContext {
   models: readonly string[];
   /** Only `models` are served (SimOptions.models was given). */
   strictModels: boolean;
+  /** The model's context (`SimOptions.contextTokens`): a longer prompt is refused. Default 32768. */
+  contextTokens?: number | undefined;
 }
 
 /** The counting routes and the dialect whose request body each reads. */
@@ -25,6 +28,10 @@ const COUNT_ROUTES: readonly { path: string; dialect: 'anthropic-messages' | 'op
  * (captures r17, r18): N is the prompt's size exactly as a generation's usage reports it
  * (`promptTokens`), so a count and the `input_tokens` of the answer agree. Like dialect paths, they match
  * at the end of the path. Undefined when the path is neither.
+ *
+ * The count is taken in slices that let other requests run, and stops at the model's context: a prompt
+ * that does not fit gets a 400 in the dialect's error shape (as a generation would be refused) naming
+ * the count where counting stopped.
  */
 export function countTokensRoute(
   request: Request,
@@ -59,7 +66,19 @@ async function count(dialect: Dialect, request: Request, context: CountRouteCont
   const model = at === -1 ? requested : requested.slice(0, at);
   if (context.strictModels && !servesModel(dialect, context.models, model))
     return modelNotFoundResponse(dialect, model);
-  const tokens = promptTokens(await loadTokenizer(), chat);
+  const contextTokens = context.contextTokens ?? DEFAULT_CONTEXT_TOKENS;
+  const tokens = await countPrompt(chat, contextTokens, request.signal);
+  if (tokens === undefined) return new Response(null, { status: 499 });
+  if (tokens >= contextTokens) {
+    // Counting stopped at the context: the count named is where it stopped, not the whole prompt's.
+    return errorAnswer(
+      dialect,
+      400,
+      `the prompt exceeds the model's context length of ${contextTokens} tokens (counting stopped at ${tokens} tokens)`,
+      {},
+      'invalid_request_error',
+    );
+  }
   const answer =
     dialect.id === 'openai-responses'
       ? { object: 'response.input_tokens', input_tokens: tokens }
@@ -67,6 +86,41 @@ async function count(dialect: Dialect, request: Request, context: CountRouteCont
   return new Response(JSON.stringify(answer), {
     status: 200,
     headers: { 'content-type': 'application/json; charset=utf-8' },
+  });
+}
+
+/**
+ * The prompt's size as `promptTokens()` (a generation's usage) counts it, counted in slices that give the
+ * event loop a turn (tokenizer.ts `count()`), stopping as soon as it reaches `contextTokens`: a prompt of
+ * megabytes costs what its first `contextTokens` tokens cost, and never blocks the process. `undefined`
+ * when the client went away meanwhile.
+ */
+async function countPrompt(
+  chat: ChatRequest,
+  contextTokens: number,
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  const tokenizer = await loadTokenizer();
+  // promptTokens() run with a tokenizer that sets aside every text it is asked to encode: what it returns
+  // is then the template's own tokens, and the texts are counted here, so the two counts cannot drift.
+  const texts: string[] = [];
+  let total = promptTokens(textCollector(tokenizer, texts), chat);
+  for (const text of texts) {
+    if (total >= contextTokens) break;
+    const counted = await tokenizer.count(text, signal, contextTokens - total);
+    if (counted === undefined) return undefined;
+    total += counted;
+  }
+  return total;
+}
+
+/** The tokenizer with an `encode` that only records the text (and returns no token). */
+function textCollector(tokenizer: SimTokenizer, texts: string[]): SimTokenizer {
+  return Object.assign({}, tokenizer, {
+    encode(text: string): number[] {
+      texts.push(text);
+      return [];
+    },
   });
 }
 
@@ -86,8 +140,9 @@ function errorAnswer(
   status: number,
   message: string,
   headers: Record<string, string> = {},
+  errorType?: string,
 ): Response {
-  const error = dialect.errorResponse({ status, message });
+  const error = dialect.errorResponse({ status, message, errorType });
   return new Response(error.body, {
     status: error.status,
     headers: Object.assign({ 'content-type': error.contentType }, headers),

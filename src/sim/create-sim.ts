@@ -216,7 +216,7 @@ export function createSim(options: SimOptions = {}): Sim {
       const path = new URL(request.url).pathname;
       const info = infoRoute(request.method, path, { models, createdAt });
       if (info !== undefined) return info;
-      const counted = countTokensRoute(request, path, { models, strictModels });
+      const counted = countTokensRoute(request, path, { models, strictModels, contextTokens });
       if (counted !== undefined) return counted;
       const shown = showRoute(request, path, { models, strictModels, contextTokens, createdAt });
       if (shown !== undefined) return shown;

@@ -17,9 +17,10 @@ export interface SimTokenizer {
   /**
    * How many tokens `encode(text)` returns, counted in slices that give the event loop a turn between
    * them (every {@link SLICE_WORK} units of BPE work), so a prompt of megabytes never blocks the process.
-   * Resolves `undefined` once `signal` aborts.
+   * Resolves `undefined` once `signal` aborts. With `limit`, counting stops as soon as the count
+   * reaches it: the result is then the count so far (at least `limit`), not the whole text's.
    */
-  count(text: string, signal?: AbortSignal): Promise<number | undefined>;
+  count(text: string, signal?: AbortSignal, limit?: number): Promise<number | undefined>;
   /** The exact bytes of one token. A token may hold part of a UTF-8 character. */
   tokenBytes(token: number): Uint8Array;
   /** The id of a token whose bytes `tokenBytes` returned (the same array); undefined for any other array. */
@@ -139,11 +140,12 @@ function createTokenizer(module: EncodingModule): SimTokenizer {
       }
       return tokens;
     },
-    async count(text, signal) {
+    async count(text, signal, limit = Number.POSITIVE_INFINITY) {
       let total = 0;
       let work = 0;
       for (const piece of pieces(text, splitRegex)) {
         total += rankOf(piece) !== undefined ? 1 : bytePairEncode(piece).length;
+        if (total >= limit) break;
         work += PIECE_OVERHEAD + piece.length * piece.length;
         if (work >= SLICE_WORK) {
           work = 0;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -36,7 +36,8 @@ describe('the packed tarball, installed in a scratch project', () => {
   before(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'tokenwire-install-'));
     gateway = await startGateway();
-    const packed = await run(npm, ['pack', '--silent', '--pack-destination', scratch], {
+    // --ignore-scripts: `prepack` would rebuild dist/ under the other tests; `npm test` built it already.
+    const packed = await run(npm, ['pack', '--silent', '--ignore-scripts', '--pack-destination', scratch], {
       cwd: repoRoot,
       timeout: 120_000,
     });
@@ -58,6 +59,82 @@ describe('the packed tarball, installed in a scratch project', () => {
   it('installs tokenwire alone: no runtime dependency comes with it', () => {
     const installed = readdirSync(join(scratch, 'node_modules')).filter((name) => !name.startsWith('.'));
     assert.deepEqual(installed, ['tokenwire']);
+  });
+
+  it('carries the license, and everything the README links to (docs, the screenshot)', () => {
+    const installed = join(scratch, 'node_modules', 'tokenwire');
+    assert.match(
+      readFileSync(join(installed, 'LICENSE'), 'utf8'),
+      /^MIT License\n\nCopyright \(c\) 2026 the tokenwire authors/,
+    );
+    const readme = readFileSync(join(installed, 'README.md'), 'utf8');
+    const links = [...readme.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)].map((match) => match[1]!);
+    const relative = links.filter((link) => !/^[a-z]+:/i.test(link));
+    assert.ok(
+      relative.includes('docs/bench-report.png') && relative.includes('docs/client.md'),
+      'the links were found',
+    );
+    const missing = relative.filter((link) => !existsSync(join(installed, link)));
+    assert.deepEqual(missing, [], 'relative README links that the package does not carry');
+  });
+
+  it('weighs what the README says (`du -sh` of the installed package, within 10 %)', async () => {
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    const stated = /`npm install tokenwire` is ([\d.]+) MB/.exec(readme)?.[1];
+    assert.ok(stated !== undefined, 'the README states the install size');
+    // du's unit, as `du -sh` prints it: blocks on disk, M = MiB.
+    const du = await run('du', ['-sk', join(scratch, 'node_modules', 'tokenwire')]);
+    const measuredMiB = Number(du.stdout.split(/\s/)[0]) / 1024;
+    const statedMiB = Number(stated);
+    assert.ok(
+      Math.abs(measuredMiB - statedMiB) <= statedMiB * 0.1,
+      `the README says ${stated} MB; du measures ${measuredMiB.toFixed(1)} MB: update the README`,
+    );
+  });
+
+  it('type-checks in a strict project without the optional packages (no skipLibCheck)', async () => {
+    // Every public entry point but `tokenwire/node/redis`, which is for ioredis users (it imports ioredis).
+    writeFileSync(
+      join(scratch, 'web.ts'),
+      ['', '/wire', '/dialects', '/server', '/sim', '/bench']
+        .map((sub, i) => `import * as m${i} from 'tokenwire${sub}';\nexport const e${i} = m${i};\n`)
+        .join(''),
+    );
+    writeFileSync(
+      join(scratch, 'node.ts'),
+      "import * as node from 'tokenwire/node';\nexport const e = node;\n",
+    );
+    const base = {
+      strict: true,
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'es2022',
+      noEmit: true,
+    };
+    // The web-standard layers need no Node types (a browser project's lib); tokenwire/node needs @types/node.
+    writeFileSync(
+      join(scratch, 'tsconfig.web.json'),
+      JSON.stringify({ compilerOptions: { ...base, lib: ['es2023', 'dom'], types: [] }, files: ['web.ts'] }),
+    );
+    writeFileSync(
+      join(scratch, 'tsconfig.node.json'),
+      JSON.stringify({
+        compilerOptions: { ...base, typeRoots: [join(repoRoot, 'node_modules', '@types')], types: ['node'] },
+        files: ['web.ts', 'node.ts'],
+      }),
+    );
+    for (const nodes of readdirSync(join(scratch, 'node_modules')))
+      assert.ok(!nodes.startsWith('@opentelemetry') && nodes !== 'undici', `${nodes} is not installed`);
+    const tsc = join(repoRoot, 'node_modules', '.bin', 'tsc');
+    const version = await run(tsc, ['--version']);
+    assert.match(version.stdout, /Version 7\./);
+    for (const project of ['tsconfig.web.json', 'tsconfig.node.json']) {
+      const checked = await run(tsc, ['-p', project], { cwd: scratch, timeout: 120_000 }).then(
+        () => '',
+        (error: { stdout?: string }) => error.stdout ?? String(error),
+      );
+      assert.equal(checked, '', `tsc --strict -p ${project}`);
+    }
   });
 
   it("runs the README's client example against a live gateway", async () => {
