@@ -37,6 +37,7 @@ describe('README', () => {
       'docs/dialects.md',
       'docs/playground.md',
       'docs/performance.md',
+      'docs/deploy.md',
     ])) {
       assert.ok(readme.includes(`](${path})`), `README does not link ${path}`);
     }
