@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { HttpError, RequestFailedError } from '../../../src/client/client-errors.ts';
+import { attemptFailure } from '../../../src/server/pool/attempt-failure.ts';
+
+const http = (status: number, headers: Record<string, string> = {}) =>
+  new HttpError({
+    method: 'POST',
+    url: 'http://a.test/v1/chat/completions',
+    status,
+    statusText: '',
+    body: '{}',
+    headers,
+  });
+
+describe('attemptFailure: what a failure before the first byte says', () => {
+  it('a refused or reset connection and a connect timeout go to another replica', () => {
+    assert.deepEqual(attemptFailure(new RequestFailedError('network', 'ECONNREFUSED')), {
+      outcome: 'unreachable',
+      retryable: true,
+    });
+    assert.deepEqual(attemptFailure(new RequestFailedError('connect-timeout', 'no headers')), {
+      outcome: 'timeout',
+      retryable: true,
+    });
+  });
+
+  it('429, 502, 503 and 504 go to another replica, with the Retry-After the server asked for', () => {
+    for (const status of [429, 502, 503, 504]) assert.equal(attemptFailure(http(status))?.retryable, true);
+    assert.equal(attemptFailure(http(429, { 'retry-after': '3' }))?.retryAfterMs, 3000);
+  });
+
+  it('a 500 counts against the replica but is not retried; a 4xx says the request is bad: the replica is fine', () => {
+    assert.deepEqual(attemptFailure(http(500)), { outcome: 'server-error', retryable: false });
+    assert.equal(attemptFailure(http(400)), undefined);
+    assert.equal(attemptFailure(http(404)), undefined);
+  });
+
+  it("the client's own abort is nobody's failure", () => {
+    assert.equal(attemptFailure(new RequestFailedError('aborted', 'the client left')), undefined);
+    assert.equal(attemptFailure(new Error('something else')), undefined);
+  });
+});
