@@ -69,16 +69,21 @@ const ROUTES: readonly { path: string; body: (context: RouteContext) => unknown 
         modified_at: new Date(context.createdAt).toISOString(),
         size: 0,
         digest: randomHexFrom(mulberry32(hashSeed(name)), 64),
-        details: {
-          parent_model: '',
-          format: 'gguf',
-          family: 'sim',
-          families: ['sim'],
-          parameter_size: '0B',
-          quantization_level: 'none',
-        },
+        details: simModelDetails(),
       })),
     }),
   },
   { path: '/api/version', body: () => ({ version: '0.0.0-tokenwire-sim' }) },
 ];
+
+/** Ollama's `details` of a simulated model, as `/api/tags` and `/api/show` give them. */
+export function simModelDetails(): Record<string, unknown> {
+  return {
+    parent_model: '',
+    format: 'gguf',
+    family: 'sim',
+    families: ['sim'],
+    parameter_size: '0B',
+    quantization_level: 'none',
+  };
+}

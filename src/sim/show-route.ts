@@ -1,6 +1,7 @@
 import { getDialect } from '../dialects/registry.ts';
 import { goJsonStringify } from '../wire/go-json.ts';
 import { servesModel } from './model-not-found.ts';
+import { simModelDetails } from './routes.ts';
 
 /** What `/api/show` needs to know of the sim. */
 export interface ShowRouteContext {
@@ -63,14 +64,7 @@ async function show(request: Request, context: ShowRouteContext): Promise<Respon
     modelfile: '',
     parameters: '',
     template: '',
-    details: {
-      parent_model: '',
-      format: 'gguf',
-      family: 'sim',
-      families: ['sim'],
-      parameter_size: '0B',
-      quantization_level: 'none',
-    },
+    details: simModelDetails(),
     model_info: { 'general.architecture': 'sim', 'sim.context_length': context.contextTokens },
     capabilities: ['completion', 'tools', 'thinking'],
     modified_at: new Date(context.createdAt).toISOString(),
