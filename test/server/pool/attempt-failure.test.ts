@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HttpError, RequestFailedError } from '../../../src/client/client-errors.ts';
+import type { Result } from '../../../src/events/result.ts';
 import { attemptFailure } from '../../../src/server/pool/attempt-failure.ts';
+import { callOutcome } from '../../../src/server/pool/call-outcome.ts';
 
 const http = (status: number, headers: Record<string, string> = {}) =>
   new HttpError({
@@ -39,5 +41,20 @@ describe('attemptFailure: what a failure before the first byte says', () => {
   it("the client's own abort is nobody's failure", () => {
     assert.equal(attemptFailure(new RequestFailedError('aborted', 'the client left')), undefined);
     assert.equal(attemptFailure(new Error('something else')), undefined);
+  });
+});
+
+describe('callOutcome: what a request that ended tells its replica', () => {
+  const result = (complete: boolean, incomplete?: Result['incomplete']) =>
+    ({ complete, incomplete }) as unknown as Result;
+  it('a finished stream, a cancel and a refused request are ok; a cut, a stall, an error event are not', () => {
+    assert.equal(callOutcome(200, undefined, result(true)), 'ok');
+    assert.equal(callOutcome(200, undefined, result(false, 'aborted')), 'ok');
+    assert.equal(callOutcome(400, undefined, undefined), 'ok');
+    assert.equal(callOutcome(200, undefined, result(false, 'connection-closed')), 'unreachable');
+    assert.equal(callOutcome(200, undefined, result(false, 'idle-timeout')), 'timeout');
+    assert.equal(callOutcome(200, undefined, result(false, 'server-error')), 'server-error');
+    assert.equal(callOutcome(502, new RequestFailedError('network', 'ECONNRESET'), undefined), 'unreachable');
+    assert.equal(callOutcome(503, http(503), undefined), 'server-error');
   });
 });
