@@ -1,5 +1,5 @@
 /**
- * The bare pipe of `bench/gateway-vs-pipe.ts` (issue 23): a node:http server that forwards each request
+ * The bare pipe of `bench/gateway-vs-pipe.ts`: a node:http server that forwards each request
  * with `http.request` on a keep-alive agent and pipes the response back, nothing else. It imports
  * nothing but node:http, so its RSS is what a pipe needs, not what tokenwire's modules take.
  * Usage: `node bare-pipe.js <upstream url>`; prints its own URL on the first line of stdout and serves

@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 3: the bench CLI's own cost. How many concurrent streams does `tokenwire bench`
+ * The bench CLI's own cost. How many concurrent streams does `tokenwire bench`
  * sustain on one core while sending every request less than 5 ms (p99) after its scheduled time?
  *
  * Method

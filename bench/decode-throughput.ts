@@ -37,7 +37,7 @@ export function isHeadline(dialect: DialectId): boolean {
   return dialect === 'openai-chat' || dialect === 'ollama-chat';
 }
 
-/** Read sizes per dialect: both for every dialect (issue 23: every dialect and read size). */
+/** Read sizes per dialect: both, for every dialect. */
 export function readSizesFor(_dialect: DialectId): readonly number[] {
   return READ_SIZES;
 }

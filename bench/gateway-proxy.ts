@@ -14,8 +14,8 @@ import v8 from 'node:v8';
 import { serve } from '../src/node/serve.ts';
 import { createUndiciFetch } from '../src/node/undici-fetch.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
-import { createGuardedGateway } from '../src/server/guard-gateway.ts';
-import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../src/server/upstream.ts';
+import { createGuardedGateway } from '../src/server/guard/guard-gateway.ts';
+import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../src/server/upstream/upstream.ts';
 
 const [mode, upstreamUrl] = process.argv.slice(2);
 if ((mode !== 'bare' && mode !== 'gateway') || upstreamUrl === undefined) {

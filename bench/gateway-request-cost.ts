@@ -8,9 +8,9 @@
 import { FETCH_TAKES_INIT, PUSH_ONLY, PUSH_SOURCE, type PushSink } from '../src/client/push-source.ts';
 import { NodeRequestHeaders } from '../src/node/node-request-headers.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
-import type { IncomingRequest } from '../src/server/incoming-request.ts';
-import { WHOLE_BODY } from '../src/server/read-body.ts';
-import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../src/server/response-output.ts';
+import { WHOLE_BODY } from '../src/server/http/body-symbols.ts';
+import type { IncomingRequest } from '../src/server/http/incoming-request.ts';
+import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../src/server/http/response-output.ts';
 
 const chunk = (delta: string, finish: string | null) =>
   `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
@@ -63,7 +63,7 @@ const body = new TextEncoder().encode(
   JSON.stringify({ model: 'sim', stream: true, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }),
 );
 
-/** What node/serve.ts hands the gateway: the light IncomingRequest (server/incoming-request.ts). */
+/** What node/serve.ts hands the gateway: the light IncomingRequest (server/http/incoming-request.ts). */
 function incoming(): IncomingRequest {
   const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array; [TAKES_DIRECT_RESPONSE]: true } = {
     method: 'POST',

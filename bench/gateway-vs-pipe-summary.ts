@@ -1,5 +1,5 @@
 /**
- * The figures of `bench/gateway-vs-pipe.ts` (issue 23): per-cell quantiles, "added" = subject − direct
+ * The figures of `bench/gateway-vs-pipe.ts`: per-cell quantiles, "added" = subject − direct
  * in the same round, medians over the rounds, tokenwire ÷ pipe, and the verdicts against the issue's
  * targets. Pure, so it is tested (test/bench/gateway-vs-pipe-summary.test.ts) apart from the harness.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 23, item 1 (gateway half): the gateway measured the way a user would, against a bare pipe.
+ * The gateway measured the way a user would, against a bare pipe.
  *
  * Method
  * - Three processes. The gateway is the real CLI, `node .build/src/cli/bin.js serve --upstream URL

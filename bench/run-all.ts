@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, then bench/RESULTS.md (machine, versions, date, headline ratios
- * and verdicts against the targets of issue 8, then the full tables).
+ * and verdicts against the bench's targets, then the full tables).
  * Flags: `--quick` (fewer rounds and events, for trying things; not for RESULTS.md), `--skip-decode`,
  * `--skip-gateway`, `--skip-cli` (the bench CLI's own cost), `--skip-pipe` (gateway-vs-pipe.ts), `--skip-lag`, `--skip-workers` (serve-workers.ts), `--out <file>` (default bench/RESULTS.md).
  */
@@ -73,7 +73,7 @@ if (!argv.includes('--skip-gateway')) {
   });
 }
 
-/** The bench CLI's own cost (issue 8, item 3) is measured by `bench/bench-cli-cost.ts` when it exists. */
+/** The bench CLI's own cost is measured by `bench/bench-cli-cost.ts` when it exists. */
 function benchCliSection(): string {
   const script = fileURLToPath(new URL('./bench-cli-cost.js', import.meta.url));
   if (!existsSync(script)) {
@@ -87,7 +87,7 @@ function benchCliSection(): string {
   }).trim();
 }
 const benchCli = argv.includes('--skip-cli') ? '_Skipped._' : benchCliSection();
-// Issue 23: `tokenwire serve` against a bare pipe, each in its own process (gateway-vs-pipe.ts prints the section).
+// `tokenwire serve` against a bare pipe, each in its own process (gateway-vs-pipe.ts prints the section).
 const vsPipe = argv.includes('--skip-pipe')
   ? '_Skipped._'
   : execFileSync(process.execPath, [fileURLToPath(new URL('./gateway-vs-pipe.js', import.meta.url))], {
@@ -106,7 +106,7 @@ function subject(report: WorkerReport, id: string) {
 
 const ratio = (s: { median: number; min: number; max: number }) =>
   `${fmt(s.median)}× (${fmt(s.min)}–${fmt(s.max)})`;
-// Issue 23: every dialect and read size through a standard Response body, complete() and stream() both
+// Every dialect and read size through a standard Response body, complete() and stream() both
 // within 1.10x the floor; on NDJSON at least as fast as the hand-rolled line-splitter client.
 for (const report of decode.filter((r) => r.group === 'fast')) {
   const where = `${report.dialect}, ${report.readBytes / 1024} KiB reads`;

@@ -1,5 +1,5 @@
 /**
- * Issue 23, item 4: `tokenwire serve --workers 2` against `--workers 1` at saturation.
+ * `tokenwire serve --workers 2` against `--workers 1` at saturation.
  *
  * Method
  * - Two gateways, the real CLI (`node .build/src/cli/bin.js serve --upstream URL --upstream-dialect

@@ -1,4 +1,4 @@
-// The Redis part of `npm run soak` (issue 21.6): streams on one gateway replica, their clients cut and
+// The Redis part of `npm run soak`: streams on one gateway replica, their clients cut and
 // resumed on another, while the shared Redis is killed (-9, after a SAVE) and restarted from its
 // snapshot, then stopped with SIGTERM and restarted after a second down. Every resumed stream must be
 // complete with contiguous ids, or end with its dialect's error (or be refused with a 4xx/503): never

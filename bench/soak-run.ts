@@ -5,7 +5,7 @@ import { seededRandom } from '../src/bench/arrivals.ts';
 import { HttpError } from '../src/client/client-errors.ts';
 import { runStream } from '../src/client/run-stream.ts';
 import type { DialectId } from '../src/dialects/dialect.ts';
-import type { StreamOutcome } from '../src/server/gateway-metrics.ts';
+import type { StreamOutcome } from '../src/server/observability/gateway-metrics.ts';
 import type { SoakCommand, SoakMemory, SoakServerConfig, SoakSettled } from './soak-server.ts';
 
 export interface SoakOptions {

@@ -6,7 +6,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { DIALECT_IDS } from '../src/dialects/dialect.ts';
 import { serve } from '../src/node/serve.ts';
-import { createGuardedGateway } from '../src/server/guard-gateway.ts';
+import { createGuardedGateway } from '../src/server/guard/guard-gateway.ts';
 import { createSim } from '../src/sim/create-sim.ts';
 
 export interface SoakServerConfig {

@@ -1,6 +1,6 @@
 // `npm run soak`: the bounded reliability soak (not part of `npm test`; test/server/soak-short.test.ts
 // runs a short one). 1000 concurrent streams through the gateway for 30 s by default, over loopback.
-// Then (issue 21.6) streams resumed across two replicas while their Redis is killed and restarted from
+// Then streams resumed across two replicas while their Redis is killed and restarted from
 // a snapshot (soak-redis-restart.ts; --redis-restart-s 0 skips it).
 // Usage: node --expose-gc .build/bench/soak.js [--concurrency N] [--duration-s S] [--tps N] [--seed N]
 //        [--redis-restart-s S]

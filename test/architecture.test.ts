@@ -127,6 +127,154 @@ function importsOf(text: string): ImportSite[] {
   return sites;
 }
 
+/**
+ * The gateway's parts (src/server/): a folder, or one of the files at its top. The request's path is on
+ * top (the guard, the gateway, the stages in request/); what the stages share and use sits below.
+ */
+type ServerPart =
+  | 'http'
+  | 'upstream'
+  | 'observability'
+  | 'resume'
+  | 'relay'
+  | 'pool'
+  | 'routes'
+  | 'context'
+  | 'request'
+  | 'gateway'
+  | 'guard'
+  | 'api';
+
+/** Which parts each part of the gateway may import (its own always): imports point one way. */
+const SERVER_ALLOWED: Record<ServerPart, readonly ServerPart[]> = {
+  // Requests and responses as HTTP: headers, bodies, signals, ids, output format, error answers.
+  http: [],
+  // The upstreams: what goes upstream, which upstream serves a model, calls beside generation.
+  upstream: ['http'],
+  // Metrics (Prometheus), telemetry (OpenTelemetry), the request log line.
+  observability: ['http', 'upstream'],
+  // Resume stores and resumed bodies.
+  resume: ['http'],
+  // Writing one stream to the client: SSE/NDJSON or plain text, coalescing, verbatim frames.
+  relay: ['http', 'resume'],
+  // The pool of replicas behind a model, used by the upstream-call stage.
+  pool: ['http', 'upstream'],
+  // The answers that are not a generation: side routes, token counts, model lists, the Responses cursor.
+  routes: ['http', 'upstream', 'observability', 'resume'],
+  // gateway-context.ts and gateway-options.ts: what every stage shares; it imports no stage.
+  context: ['http', 'upstream', 'observability', 'resume', 'relay', 'pool'],
+  // The stages in order: admit, read, upstream call, relay or answer whole, end.
+  request: ['http', 'upstream', 'observability', 'resume', 'relay', 'pool', 'routes', 'context'],
+  // create-gateway.ts: the fetch handler that runs the stages.
+  gateway: ['http', 'upstream', 'observability', 'resume', 'relay', 'pool', 'routes', 'context', 'request'],
+  // The security layer in front of the gateway.
+  guard: ['http', 'upstream', 'observability', 'resume', 'relay', 'context', 'gateway'],
+  // index.ts: the public API (`tokenwire/server`).
+  api: [
+    'http',
+    'upstream',
+    'observability',
+    'resume',
+    'relay',
+    'pool',
+    'routes',
+    'context',
+    'request',
+    'gateway',
+    'guard',
+  ],
+};
+
+/** The files at the top of src/server/ and the part each belongs to. */
+const SERVER_TOP_FILES: Readonly<Record<string, ServerPart>> = {
+  'gateway-context.ts': 'context',
+  'gateway-options.ts': 'context',
+  'create-gateway.ts': 'gateway',
+  'index.ts': 'api',
+};
+
+const serverRoot = join(srcRoot, 'server');
+
+/** The gateway part a file is in; a folder or top file missing from the tables is returned as its name. */
+function serverPartOf(file: string): { part: ServerPart | undefined; name: string } {
+  const rel = relative(serverRoot, file).replace(/\\/g, '/');
+  const name = rel.includes('/') ? rel.split('/')[0]! : rel;
+  const part = rel.includes('/')
+    ? Object.hasOwn(SERVER_ALLOWED, name)
+      ? (name as ServerPart)
+      : undefined
+    : SERVER_TOP_FILES[name];
+  return { part, name };
+}
+
+/** Imports between the gateway's parts that point the wrong way (`file` is under src/server/). */
+function serverViolationsOf(file: string, text: string): string[] {
+  if (!isInside(serverRoot, file)) return [];
+  const rel = relative(repoRoot, file);
+  const own = serverPartOf(file);
+  if (own.part === undefined)
+    return [`${rel}: ${own.name} is not a part in SERVER_ALLOWED or SERVER_TOP_FILES`];
+  const violations: string[] = [];
+  for (const site of importsOf(text)) {
+    if (!site.specifier.startsWith('.')) continue;
+    const target = resolve(dirname(file), site.specifier);
+    if (!isInside(serverRoot, target)) continue;
+    const other = serverPartOf(target);
+    if (other.part === own.part) continue;
+    if (other.part === undefined || !SERVER_ALLOWED[own.part].includes(other.part))
+      violations.push(`${rel}: ${own.part} must not import ${other.part ?? other.name} (${site.specifier})`);
+  }
+  return violations;
+}
+
+/** Each file's relative imports (type imports included), resolved to files. */
+function importGraph(texts: ReadonlyMap<string, string>): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const [file, text] of texts) {
+    const targets = importsOf(text)
+      .filter((site) => site.specifier.startsWith('.'))
+      .map((site) => resolve(dirname(file), site.specifier));
+    graph.set(file, [...new Set(targets)]);
+  }
+  return graph;
+}
+
+/** The import circles of a graph: its strongly connected components of more than one file (or a self-import). */
+function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (file: string): void => {
+    index.set(file, counter);
+    low.set(file, counter);
+    counter++;
+    stack.push(file);
+    onStack.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!graph.has(next)) continue;
+      if (!index.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(file, Math.min(low.get(file)!, index.get(next)!));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const members: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      members.push(member);
+    } while (member !== file);
+    if (members.length > 1 || (graph.get(file) ?? []).includes(file))
+      circles.push(members.map((path) => relative(repoRoot, path).replace(/\\/g, '/')).sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return circles;
+}
+
 /** What breaks the rules in one file's text (`file` says which layer it is in). */
 function violationsOf(file: string, text: string): string[] {
   const violations: string[] = [];
@@ -230,5 +378,63 @@ describe('architecture', () => {
         'src/capture/capture-file.ts: capture must not import node:buffer',
       ],
     );
+  });
+
+  it('has no import circle under src/ (type imports included)', () => {
+    const texts = new Map(sourceFiles(srcRoot).map((file) => [file, readFileSync(file, 'utf8')] as const));
+    assert.deepEqual(importCircles(importGraph(texts)), []);
+  });
+
+  it('finds a planted import circle, type-only imports included', () => {
+    const context = join(serverRoot, 'gateway-context.ts');
+    const end = join(serverRoot, 'request', 'end-request.ts');
+    const call = join(serverRoot, 'request', 'call.ts');
+    const texts = new Map([
+      [context, "import type { Call } from './request/call.ts';"],
+      [call, "import type { RequestEnd } from './end-request.ts';"],
+      [end, "import type { GatewayContext } from '../gateway-context.ts';"],
+      [join(serverRoot, 'create-gateway.ts'), "import { GatewayContext } from './gateway-context.ts';"],
+    ]);
+    assert.deepEqual(importCircles(importGraph(texts)), [
+      ['src/server/gateway-context.ts', 'src/server/request/call.ts', 'src/server/request/end-request.ts'],
+    ]);
+    texts.set(context, '');
+    assert.deepEqual(importCircles(importGraph(texts)), []);
+  });
+
+  it("keeps imports between the gateway's parts pointing one way", () => {
+    const violations = sourceFiles(serverRoot).flatMap((file) =>
+      serverViolationsOf(file, readFileSync(file, 'utf8')),
+    );
+    assert.deepEqual(violations, []);
+    // The table itself points one way: no part reaches itself through the others.
+    const parts = new Map(
+      Object.entries(SERVER_ALLOWED).map(([part, allowed]) => [part, allowed.map(String)] as const),
+    );
+    assert.deepEqual(importCircles(parts), []);
+  });
+
+  it("checks the gateway's table (planted violations are caught)", () => {
+    assert.deepEqual(
+      serverViolationsOf(
+        join(serverRoot, 'http', 'read-body.ts'),
+        "import type { GatewayContext } from '../gateway-context.ts';\nimport { x } from './incoming-request.ts';",
+      ),
+      ['src/server/http/read-body.ts: http must not import context (../gateway-context.ts)'],
+    );
+    assert.deepEqual(
+      serverViolationsOf(
+        join(serverRoot, 'gateway-context.ts'),
+        "import type { Call } from './request/call.ts';\nimport { GatewayMetrics } from './observability/gateway-metrics.ts';",
+      ),
+      ['src/server/gateway-context.ts: context must not import request (./request/call.ts)'],
+    );
+    assert.deepEqual(
+      serverViolationsOf(join(serverRoot, 'request', 'read-request.ts'), "import { y } from '../misc/y.ts';"),
+      ['src/server/request/read-request.ts: request must not import misc (../misc/y.ts)'],
+    );
+    assert.deepEqual(serverViolationsOf(join(serverRoot, 'misc', 'y.ts'), ''), [
+      'src/server/misc/y.ts: misc is not a part in SERVER_ALLOWED or SERVER_TOP_FILES',
+    ]);
   });
 });

@@ -1,6 +1,6 @@
 import type { DialectId } from '../dialects/dialect.ts';
 import { isDialectId } from '../dialects/registry.ts';
-import type { FetchLike } from '../server/upstream.ts';
+import type { FetchLike } from '../server/upstream/upstream.ts';
 import { UsageError } from './cli-io.ts';
 
 export interface ProbeResult {
@@ -80,7 +80,7 @@ const DEFAULT_PROBE_TIMEOUT_MS = 3000;
  * /props, TGI's /info, then the OpenAI /v1/models every one of them serves. A llama-server (b10108
  * and later) or an OpenAI-compatible server is also asked for its Messages and Responses token counts
  * (`/v1/messages/count_tokens`, `/v1/responses/input_tokens`: no generation), so clients of those
- * dialects are served same-dialect instead of translated through chat (issue 33 item 8).
+ * dialects are served same-dialect instead of translated through chat.
  */
 export async function probeUpstream(
   baseUrl: string,

@@ -1,15 +1,15 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { StreamSlots } from '../server/guard-gateway.ts';
+import type { StreamSlots } from '../server/guard/guard-gateway.ts';
 import {
   type IncomingRequest,
   markTakesIncomingRequest,
   requestTarget,
   takesIncomingRequest,
-} from '../server/incoming-request.ts';
-import type { MemoryResumeStore } from '../server/memory-resume-store.ts';
-import { mergePrometheusText, monotonicPart } from '../server/merge-prometheus.ts';
+} from '../server/http/incoming-request.ts';
+import { mergePrometheusText, monotonicPart } from '../server/observability/merge-prometheus.ts';
+import type { MemoryResumeStore } from '../server/resume/memory-resume-store.ts';
 import { type ClusterMessage, ClusterSender, unbatch } from './cluster-sender.ts';
 import { PrimaryResumeStore, ResumeStoreHost } from './primary-resume-store.ts';
 
@@ -87,7 +87,7 @@ export async function runClusterPrimary(options: ClusterPrimaryOptions): Promise
   /** Each live worker's last metrics text (for a scrape it does not answer in time, and its exit). */
   const lastTexts = new Map<number, string>();
   /**
-   * The counters and histograms of every worker that exited, as last seen, summed (issue 30.9): added
+   * The counters and histograms of every worker that exited, as last seen, summed: added
    * to each scrape, so no summed counter goes down when a worker is replaced.
    */
   let retired = '';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { IncomingHeaders } from '../server/incoming-request.ts';
+import type { IncomingHeaders } from '../server/http/incoming-request.ts';
 
 /**
  * A request's headers as node:http parsed them (names lower-case), read through the part of `Headers`
@@ -35,7 +35,7 @@ let validHost = '';
  * What makes a request's `Host` header a 400 (RFC 9112 §3.2), else undefined: more than one `Host`
  * line, or a value no URL can be made of — a port past 65535, an IPv4-looking name that is no address
  * (`127.0.0.1:99999`, `999.0.0.1`: the URL parser refuses them, which was a 500 "Invalid URL" wherever a
- * handler parsed the URL; issue 30). Read from the raw header lines: node:http keeps only the first
+ * handler parsed the URL). Read from the raw header lines: node:http keeps only the first
  * `Host` in `req.headers`. A missing or empty `Host` is the caller's to judge (HTTP/1.0).
  */
 export function hostHeaderProblem(rawHeaders: readonly string[]): string | undefined {

@@ -3,7 +3,8 @@ import { TokenwireError } from '../errors.ts';
 /**
  * A feature was used whose optional peer dependency is not installed. The client and wire layers need
  * no package; the gateway's upstream fetch (undici), the simulator (gpt-tokenizer), the Redis store
- * (ioredis), telemetry export (OpenTelemetry SDK) and the bench (hdr-histogram-js) load theirs when used.
+ * (ioredis), telemetry export (OpenTelemetry SDK), the bench (hdr-histogram-js) and `serve --config`
+ * (yaml) load theirs when used.
  */
 export class MissingPackageError extends TokenwireError {
   /** The npm package to install. */

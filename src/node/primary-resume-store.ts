@@ -1,4 +1,4 @@
-import type { MemoryResumeStore } from '../server/memory-resume-store.ts';
+import type { MemoryResumeStore } from '../server/resume/memory-resume-store.ts';
 import {
   type ClosingStatus,
   NoSuchEventError,
@@ -8,7 +8,7 @@ import {
   type StoredFrame,
   type StoredStatus,
   type StreamMeta,
-} from '../server/resume-store.ts';
+} from '../server/resume/resume-store.ts';
 import type { ClusterMessage, ClusterSender } from './cluster-sender.ts';
 
 /** A frame on the channel: `[seq, data]` or `[seq, data, kind]` (short: one per relayed event). */
@@ -25,8 +25,8 @@ function fromWire(frame: WireFrame): StoredFrame {
 }
 
 /**
- * Payload characters the primary sends a subscription ahead of what its worker's reader has taken
- * (issue 30.4): a follower that stops reading holds at most this much in its worker (and the channel),
+ * Payload characters the primary sends a subscription ahead of what its worker's reader has taken:
+ * a follower that stops reading holds at most this much in its worker (and the channel),
  * the rest waiting in the primary's store. The worker gives credit back in halves of it (`rs-more`).
  */
 export const SUBSCRIPTION_WINDOW_CHARS = 256 * 1024;

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
-import { errorMessage } from '../server/gateway-errors.ts';
-import { redactUrls } from '../server/request-log.ts';
+import { errorMessage } from '../server/http/gateway-errors.ts';
+import { redactUrls } from '../server/observability/request-log.ts';
 import {
   type ClosingStatus,
   NO_STORE_RETAIN_MS,
@@ -12,7 +12,7 @@ import {
   type StoredFrame,
   type StoredStatus,
   type StreamMeta,
-} from '../server/resume-store.ts';
+} from '../server/resume/resume-store.ts';
 
 export interface RedisResumeStoreOptions {
   /** `redis://[user:password@]host:port[/db]`. Default `redis://127.0.0.1:6379`. */
@@ -422,7 +422,7 @@ export class RedisResumeStore implements ResumeStore {
           return [0, 0, 0];
         });
         if (storeError !== undefined) {
-          // Not the producer's death: the store itself did not answer (issue 30.9, say what happened).
+          // Not the producer's death: the store itself did not answer (say what happened).
           if (signal.aborted) return;
           setStatus('lost', undefined, unreachable(storeError));
           return;

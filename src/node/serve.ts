@@ -7,19 +7,19 @@ import {
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { abandonResponse } from '../server/abandon-response.ts';
-import { setClientAddress } from '../server/client-identity.ts';
-import { type ClientSignal, LightClientSignal } from '../server/client-signal.ts';
-import { type IncomingRequest, takesIncomingRequest } from '../server/incoming-request.ts';
+import { abandonResponse } from '../server/http/abandon-response.ts';
 import {
-  BodyError,
   type BodyReader,
   type BodyStreamer,
   READ_BODY,
   STREAM_BODY,
   WHOLE_BODY,
-} from '../server/read-body.ts';
-import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/response-output.ts';
+} from '../server/http/body-symbols.ts';
+import { setClientAddress } from '../server/http/client-identity.ts';
+import { type ClientSignal, LightClientSignal } from '../server/http/client-signal.ts';
+import { type IncomingRequest, takesIncomingRequest } from '../server/http/incoming-request.ts';
+import { BodyError } from '../server/http/read-body.ts';
+import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../server/http/response-output.ts';
 import { forwardedClientAddress, trustedProxySet } from './forwarded-address.ts';
 import { hostHeaderProblem, NodeRequestHeaders } from './node-request-headers.ts';
 import { TurnQueue } from './turn-queue.ts';
@@ -28,7 +28,7 @@ import { writeNow } from './write-now.ts';
 /**
  * A web-standard handler: the gateway and the simulator are both this. A handler marked with
  * TAKES_INCOMING_REQUEST (the gateway) gets the lighter IncomingRequest instead of a Request when the
- * body is small enough to read whole (server/incoming-request.ts).
+ * body is small enough to read whole (server/http/incoming-request.ts).
  */
 export type FetchHandler = (request: Request) => Promise<Response> | Response;
 type IncomingHandler = (request: IncomingRequest) => Promise<Response> | Response;
@@ -329,7 +329,7 @@ async function handle(
   }
   const hasBody = method !== 'GET' && method !== 'HEAD';
   const body = hasBody ? new BodyReading(req, res, bodyTimeoutMs) : undefined;
-  // A light request's "client gone" is a LightClientSignal (server/client-signal.ts), not an AbortSignal.
+  // A light request's "client gone" is a LightClientSignal (server/http/client-signal.ts), not an AbortSignal.
   const gone = light ? new LightClientSignal() : new AbortController();
   const signal: ClientSignal = gone instanceof LightClientSignal ? gone : gone.signal;
   // Set while this response is counted among those streaming (below).
@@ -352,7 +352,7 @@ async function handle(
   let response: Response;
   if (gone instanceof LightClientSignal) {
     // The handler gets the request at once, with its headers; the body is read only when it asks, with
-    // its limit (server/read-body.ts): a request refused from its headers (no API key, a declared length
+    // its limit (server/http/read-body.ts): a request refused from its headers (no API key, a declared length
     // over the limit) is answered before any byte of its body is buffered.
     const request = lightRequest(method, url, req, gone, body);
     setClientAddress(request, clientAddress(req, trusted));
@@ -394,7 +394,7 @@ async function handle(
     res.writeHead(response.status, response.statusText || STATUS_CODES[response.status] || '', outHeaders);
   } catch (error) {
     // A head node:http refuses (a header value it cannot write): the response is given up, ending what
-    // it holds (a stream, its upstream call, a stream slot: issue 30); the client gets the 500 below.
+    // it holds (a stream, its upstream call, a stream slot); the client gets the 500 below.
     abandonResponse(response, error);
     throw error;
   }
@@ -507,7 +507,7 @@ function standardRequest(
     init.duplex = 'half';
   }
   const request = new Request(url, init);
-  // The bytes are already here: the gateway reads them without the Request's stream (server/read-body.ts).
+  // The bytes are already here: the gateway reads them without the Request's stream (server/http/read-body.ts).
   if (whole !== undefined) (request as unknown as Record<symbol, unknown>)[WHOLE_BODY] = whole;
   return request;
 }

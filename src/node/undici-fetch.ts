@@ -7,7 +7,7 @@ import {
   type PushSource,
   type PushSubscription,
 } from '../client/push-source.ts';
-import { LightHeaders, lightResponse } from '../server/light-headers.ts';
+import { LightHeaders, lightResponse } from '../server/http/light-headers.ts';
 import { importOptional } from './optional-package.ts';
 
 /** undici's `Agent` class: all the upstream fetch needs of undici. */

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 
 /**
  * Writes text and sends it now, not after the rest of the current callback: the gateway writes once per
- * upstream read, after that read's work (server/response-output.ts), so there is nothing left to batch
+ * upstream read, after that read's work (server/http/response-output.ts), so there is nothing left to batch
  * with it. The response headers, when written in the same tick, still leave with the text in one write.
  * Shape kept for speed: bench/README.md "Why the code is shaped as it is" (writeNow).
  */

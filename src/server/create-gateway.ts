@@ -1,93 +1,35 @@
 import type { Dialect, DialectId } from '../dialects/dialect.ts';
 import { DIALECTS, getDialect } from '../dialects/registry.ts';
-import { abandonResponse } from './abandon-response.ts';
-import { admitRequest } from './admit-request.ts';
-import { answerWhole, answerWholeAsIs } from './answer-whole.ts';
-import type { FlushPolicy } from './coalescer.ts';
-import { endRequest } from './end-request.ts';
-import { fallbackRequest } from './fallback-request.ts';
 import { GatewayContext, type Scope } from './gateway-context.ts';
-import { errorMessage } from './gateway-errors.ts';
-import type { GatewayMetrics } from './gateway-metrics.ts';
-import type { GatewayTelemetryOptions, RequestTelemetry } from './gateway-telemetry.ts';
+import type { GatewayOptions } from './gateway-options.ts';
+import { abandonResponse } from './http/abandon-response.ts';
+import { fallbackRequest } from './http/fallback-request.ts';
+import { errorMessage } from './http/gateway-errors.ts';
 import {
   type IncomingRequest,
   markTakesIncomingRequest,
   type RequestTarget,
   requestTarget,
-} from './incoming-request.ts';
-import { ollamaTags, openAiModelList } from './model-lists.ts';
-import { readRequest } from './read-request.ts';
-import { relayStream } from './relay-stream.ts';
-import { requestIdFor } from './request-id.ts';
-import { type LogLevel, type RequestLog, redactUrls } from './request-log.ts';
-import { type ResponsesCursorContext, responsesCursorRoute } from './responses-cursor.ts';
-import type { ResumeStore } from './resume-store.ts';
-import { type SideRouteContext, sideRoute } from './side-routes.ts';
-import { randomStreamId } from './stream-id.ts';
-import { tokenCountRoute } from './token-count-route.ts';
-import type { Upstream } from './upstream.ts';
-import { upstreamCall } from './upstream-call.ts';
+} from './http/incoming-request.ts';
+import { requestIdFor } from './http/request-id.ts';
+import { randomStreamId } from './http/stream-id.ts';
+import type { GatewayMetrics } from './observability/gateway-metrics.ts';
+import type { RequestTelemetry } from './observability/gateway-telemetry.ts';
+import { redactUrls } from './observability/request-log.ts';
+import { admitRequest } from './request/admit-request.ts';
+import { answerWhole, answerWholeAsIs } from './request/answer-whole.ts';
+import { endRequest } from './request/end-request.ts';
+import { readRequest } from './request/read-request.ts';
+import { relayStream } from './request/relay-stream.ts';
+import { upstreamCall } from './request/upstream-call.ts';
+import { ollamaTags, openAiModelList } from './routes/model-lists.ts';
+import { type ResponsesCursorContext, responsesCursorRoute } from './routes/responses-cursor.ts';
+import { type SideRouteContext, sideRoute } from './routes/side-routes.ts';
+import { tokenCountRoute } from './routes/token-count-route.ts';
 
-export type { GatewayTelemetryOptions } from './gateway-telemetry.ts';
-export type { EndState, LogLevel, RequestLog } from './request-log.ts';
-
-export interface GatewayOptions {
-  /** The servers behind the gateway; requests go to the first that serves the model (else the first). */
-  upstreams: readonly Upstream[];
-  /** Keepalive comment after this much silence on an SSE stream, before the first token too. Default 15000; 0 turns them off. */
-  keepaliveMs?: number | undefined;
-  /** `retry:` advice written at the start of every SSE stream. Default 3000. */
-  retryMs?: number | undefined;
-  /** Where written events are kept for `Last-Event-ID` resume. Default: bounded in-memory store. */
-  resumeStore?: ResumeStore | undefined;
-  /**
-   * Keep generating after the client disconnects, so a reconnect can resume. Off by default: a
-   * disconnect aborts the upstream at once (no GPU time spent on an answer nobody reads). On, the
-   * upstream runs until it finishes or `detachedTimeoutMs` passes (default 60000), costing that time.
-   */
-  keepStreamOnDisconnect?: boolean | undefined;
-  detachedTimeoutMs?: number | undefined;
-  /** Default flush policy: per event. Coalescing only when asked. */
-  flush?: FlushPolicy | undefined;
-  /**
-   * Drop request fields the upstream's dialect cannot carry instead of refusing the request (LiteLLM's
-   * `drop_params`); a request's own `"drop_params"` wins. The response names them in
-   * `x-tokenwire-dropped-params`. Off by default: such a request is a 400 naming the fields.
-   */
-  dropParams?: boolean | undefined;
-  /**
-   * How a stream is relayed when the client and the upstream speak the same dialect: `verbatim` writes
-   * each upstream payload as it came — decoded all the same, for completeness, errors, usage and
-   * metrics — so every field the server sent arrives; `re-encode` writes the normalized events in the
-   * dialect's default flavor. By default the six older dialects are verbatim, and Messages and Responses
-   * are re-encoded: their servers' own shapes differ from the providers' (llama-server's Responses
-   * stream breaks the `openai` SDK), and the default flavor is the one the SDKs read. Plain text,
-   * coalescing, an echoed prompt and a configured flavor always re-encode.
-   */
-  sameDialectRelay?: 'verbatim' | 're-encode' | undefined;
-  /** Largest request body. Default 4 MiB. */
-  maxBodyBytes?: number | undefined;
-  /** How long to wait for the upstream's headers so its HTTP errors can be passed on as such. Default 1000. */
-  upstreamHeadersWaitMs?: number | undefined;
-  /** Encoder flavor per dialect for what the gateway writes (default: each dialect's first). */
-  flavors?: Partial<Record<DialectId, string>> | undefined;
-  /** Serves anything that is not an API route (the playground). */
-  fallback?: ((request: Request) => Promise<Response | undefined> | Response | undefined) | undefined;
-  /** One record per request, at its end (a stream's, when the stream ends). No credentials, ever. */
-  onLog?: ((record: RequestLog) => void) | undefined;
-  /** The least severe record passed to `onLog`: `error`, `warn`, `info` (default) or `debug`. */
-  logLevel?: LogLevel | undefined;
-  /** Put the prompt and the answer in log records. Off by default: they may be personal data. */
-  logContent?: boolean | undefined;
-  /**
-   * OpenTelemetry spans and GenAI metrics. Off unless given; `@opentelemetry/api` (an optional peer
-   * dependency) is loaded only then.
-   */
-  telemetry?: GatewayTelemetryOptions | undefined;
-  /** Monotonic clock in ms (metrics). Default performance.now. */
-  now?: (() => number) | undefined;
-}
+export type { GatewayOptions } from './gateway-options.ts';
+export type { GatewayTelemetryOptions } from './observability/gateway-telemetry.ts';
+export type { EndState, LogLevel, RequestLog } from './observability/request-log.ts';
 
 export interface Gateway {
   /** Takes a standard Request, or the lighter IncomingRequest a server adapter may build (node/serve.ts). */
@@ -201,7 +143,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return await relayStream(ctx, call, streamId, read.includePrompt, read.flush);
     } catch (error) {
       // Any failure once the upstream call is set up aborts it: no generation runs on for a request
-      // answered with a 500 (issue 30).
+      // answered with a 500.
       call.upstreamAbort.abort();
       throw error;
     }
@@ -265,7 +207,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           return Response.json(ollamaTags(listModels()));
       }
     }
-    // Issue 20: the Messages and Responses token-counting routes (token-count-route.ts), and the
+    // The Messages and Responses token-counting routes (token-count-route.ts), and the
     // retrieval of a Responses stream by its id (responses-cursor.ts).
     const counted = tokenCountRoute(request, target, sideRoutes);
     if (counted !== undefined) return counted;

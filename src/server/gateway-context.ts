@@ -1,22 +1,18 @@
-import type { Dialect, MidStreamError } from '../dialects/dialect.ts';
+import type { MidStreamError } from '../dialects/dialect.ts';
 import type { Result } from '../events/result.ts';
 import type { StreamEvent } from '../events/stream-event.ts';
-import type { TextCoalescer } from './coalescer.ts';
-import type { GatewayOptions } from './create-gateway.ts';
-import { countTokens, endRequest, type RequestEnd, rejectRequest, upstreamFailed } from './end-request.ts';
-import { GatewayMetrics } from './gateway-metrics.ts';
-import { GatewayTelemetry, type RequestTelemetry } from './gateway-telemetry.ts';
-import { MemoryResumeStore } from './memory-resume-store.ts';
-import type { OutputFormat } from './output-format.ts';
-import type { LogLevel } from './request-log.ts';
-import type { DirectBody } from './response-output.ts';
-import type { ResumeStore } from './resume-store.ts';
-import { RouteLabelSets } from './route-label-sets.ts';
-import type { StreamRelay } from './stream-relay.ts';
-import type { Call } from './upstream-call.ts';
-import type { VerbatimFrames } from './verbatim-frames.ts';
-
-export type { Call } from './upstream-call.ts';
+import type { GatewayOptions } from './gateway-options.ts';
+import type { OutputFormat } from './http/output-format.ts';
+import type { DirectBody } from './http/response-output.ts';
+import { GatewayMetrics } from './observability/gateway-metrics.ts';
+import { GatewayTelemetry, type RequestTelemetry } from './observability/gateway-telemetry.ts';
+import type { LogLevel } from './observability/request-log.ts';
+import { RouteLabelSets } from './observability/route-label-sets.ts';
+import type { TextCoalescer } from './relay/coalescer.ts';
+import type { StreamRelay } from './relay/stream-relay.ts';
+import type { VerbatimFrames } from './relay/verbatim-frames.ts';
+import { MemoryResumeStore } from './resume/memory-resume-store.ts';
+import type { ResumeStore } from './resume/resume-store.ts';
 
 /** What the gateway writes a stream through: its dialect's SSE/NDJSON, or plain text. */
 export interface Relay {
@@ -57,10 +53,8 @@ export interface Scope {
 
 /**
  * What every request of one gateway shares: its options (with their defaults settled), metrics, label
- * sets, resume store, clock, telemetry, the open streams; and, as methods, the ends every stage writes
- * (end-request.ts): `done()` (the span and the log line, once per request), `reject()` (an HTTP error
- * answered before any upstream call), `upstreamFailure()`. Made once by createGateway and passed to
- * each stage.
+ * sets, resume store, clock, telemetry, the open streams. Made once by createGateway and passed to each
+ * stage; it imports no stage (the stages' ends are in request/end-request.ts, called by the stages).
  */
 export class GatewayContext {
   readonly options: GatewayOptions;
@@ -91,28 +85,8 @@ export class GatewayContext {
     this.telemetry = options.telemetry === undefined ? undefined : new GatewayTelemetry(options.telemetry);
   }
 
-  /** The request's end: its span and log line (end-request.ts), once per request. */
-  done(scope: Scope, end: RequestEnd): void {
-    endRequest(this, scope, end);
-  }
-
-  /** A request refused before any upstream call (end-request.ts). */
-  reject(dialect: Dialect, scope: Scope, status: number, message: string, errorType?: string): Response {
-    return rejectRequest(this, dialect, scope, status, message, errorType);
-  }
-
   /** The stream is no longer open (counted once, however it ended). */
   finish(entry: ActiveStream, labels: Readonly<Record<string, string>>): void {
     if (this.active.delete(entry)) this.metrics.active.add(labels, -1);
-  }
-
-  /** An answer's token counts, by who counted them (end-request.ts). */
-  countTokens(labels: Record<string, string>, result: Result): void {
-    countTokens(this, labels, result);
-  }
-
-  /** An upstream that failed before its stream began (end-request.ts). */
-  upstreamFailure(call: Call, error: unknown): Response {
-    return upstreamFailed(this, call, error);
   }
 }

@@ -48,8 +48,8 @@ function scripted(concurrency: number, index: number): { sentMs: number; result:
 
 /**
  * A recorded sweep (concurrency 1, 4 and 8, 8 requests each) fed to the recorder as the bench feeds
- * it: the reports draw fixed samples, so nothing here depends on how fast the machine is (issue 34
- * item 11: a live run against the simulator missed its TTFT bound at load average 6).
+ * it: the reports draw fixed samples, so nothing here depends on how fast the machine is (a live run
+ * against the simulator missed its TTFT bound at load average 6).
  */
 function scriptedSweep(): LevelResult[] {
   return [1, 4, 8].map((concurrency) => {

@@ -49,7 +49,7 @@ describe('tokenwire bench (CLI)', () => {
   });
 
   it('--json writes every level and every request; a list of concurrencies is a sweep', async () => {
-    // An SLO no machine misses (issue 34 item 11: no assertion may depend on this machine's speed).
+    // An SLO no machine misses (no assertion may depend on this machine's speed).
     const { code, io } = await cli([
       'bench',
       '-c',

@@ -241,7 +241,7 @@ describe('tokenwire chat', () => {
     await slow.sim.idle();
     const record = slow.sim.stats.log.at(-1)!;
     // Cancelled, not finished, is the whole claim: how many tokens went out first depends on the
-    // machine's speed (issue 34 item 11), so no count is asserted.
+    // machine's speed, so no count is asserted.
     assert.equal(record.outcome, 'cancelled', 'the server saw the connection close');
   });
 

@@ -213,7 +213,7 @@ describe('inspect: Anthropic Messages and OpenAI Responses, live', () => {
   let sim: ServedSim;
   // "Clean: no problem" is read from a stream paced like a real model (100 tokens/s), as in
   // inspect.test.ts: at 5000 tokens/s a busy machine delivers the whole answer in one read, which the
-  // buffering check rightly cannot tell from a buffering proxy (issue 34 item 11: no speed-dependent test).
+  // buffering check rightly cannot tell from a buffering proxy (no speed-dependent test).
   let paced: ServedSim;
   let llama: ScriptServer;
   before(async () => {

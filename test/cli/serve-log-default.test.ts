@@ -30,7 +30,7 @@ function logLines(err: string): Record<string, unknown>[] {
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
-// Issue 34 item 7: a 502's request id must lead somewhere without --log.
+// A 502's request id must lead somewhere without --log.
 describe('tokenwire serve: failed requests are logged by default', () => {
   it('a 502 writes one warn-or-above line naming its request id; a success writes none', async () => {
     const port = await closedPort();
@@ -80,7 +80,7 @@ describe('tokenwire serve: failed requests are logged by default', () => {
         quiet.out(),
         /log: failed, refused and truncated requests \(warn and above\)[^\n]*--log for every request/,
       );
-      // Issue 34 item 10: the dialect count is the real one.
+      // The dialect count is the real one.
       assert.match(
         quiet.out(),
         new RegExp(`the built-in simulated model \\(all ${DIALECT_IDS.length} dialects\\)`),

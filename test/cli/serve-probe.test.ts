@@ -27,7 +27,7 @@ async function serveFails(upstream: string): Promise<{ code: number; err: string
   return { code, err: io.err };
 }
 
-// Issue 34 item 6: say what happened, then what to do — never only "could not tell … pass --upstream-dialect".
+// Say what happened, then what to do — never only "could not tell … pass --upstream-dialect".
 describe('serve --upstream: why a server could not be probed', () => {
   it('nothing listening: exit 1, "connection refused", and to start the server or check the port', async () => {
     const { code, err } = await serveFails(`http://127.0.0.1:${await closedPort()}`);
@@ -166,7 +166,7 @@ function llamaServer(newRoutes: boolean): (request: RecordedRequest) => Scripted
   };
 }
 
-// Issue 33 item 8: a llama-server's Messages and Responses routes are found and used as they are.
+// A llama-server's Messages and Responses routes are found and used as they are.
 describe('serve --upstream at a llama-server: Messages and Responses probed', () => {
   it('finds /v1/messages and /v1/responses and relays a Messages client same-dialect', async () => {
     const upstream = await scriptServer(llamaServer(true));

@@ -15,7 +15,7 @@ const post = (url: string, key: string, headers: Record<string, string> = {}) =>
     }),
   });
 
-describe('tokenwire serve: resume store bounds (issue 21.5)', () => {
+describe('tokenwire serve: resume store bounds', () => {
   it('--resume-max-streams and --resume-max-streams-per-client are in --help with their defaults', () => {
     assert.match(
       SERVE_HELP,

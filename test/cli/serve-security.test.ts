@@ -143,7 +143,7 @@ function getWithHost(url: string, host: string): Promise<{ status: number; body:
   });
 }
 
-describe('tokenwire serve: hardening flags (issue 21)', () => {
+describe('tokenwire serve: hardening flags', () => {
   it('lists --body-timeout-ms, --max-connections and --allowed-host in --help', () => {
     for (const flag of ['--body-timeout-ms N', '--max-connections N', '--allowed-host HOST'])
       assert.ok(SERVE_HELP.includes(flag), flag);

@@ -172,7 +172,7 @@ async function until(check: () => boolean): Promise<void> {
   while (!check()) await pause(50);
 }
 
-describe('tokenwire serve --workers (issue 23.4)', { timeout: 120_000 }, () => {
+describe('tokenwire serve --workers', { timeout: 120_000 }, () => {
   let server: Awaited<ReturnType<typeof startWorkers>>;
   before(async () => {
     // 20 tokens a second: a 40-token stream is still live while it is resumed elsewhere.
@@ -287,7 +287,7 @@ describe('tokenwire serve --workers (issue 23.4)', { timeout: 120_000 }, () => {
   });
 });
 
-describe('tokenwire serve --workers 2 --max-streams 1 (issue 23.4)', { timeout: 60_000 }, () => {
+describe('tokenwire serve --workers 2 --max-streams 1', { timeout: 60_000 }, () => {
   it('the stream limit is global: with one stream open on a worker, the other refuses the next', async () => {
     const server = await startWorkers(['--sim-tps', '20', '--max-streams', '1']);
     try {
@@ -320,7 +320,7 @@ describe('tokenwire serve --workers 2 --max-streams 1 (issue 23.4)', { timeout: 
   });
 });
 
-describe('tokenwire serve --workers 2 --resume-store redis://… (issue 23.4)', { timeout: 60_000 }, () => {
+describe('tokenwire serve --workers 2 --resume-store redis://…', { timeout: 60_000 }, () => {
   it('the workers share the Redis store: a stream opened on one resumes on another', async () => {
     const redis = await startRedis();
     try {

@@ -5,7 +5,7 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { ClientTelemetry } from '../../src/client/client-telemetry.ts';
 import type { Meter, OtelApi, TextMapPropagator, Tracer } from '../../src/client/otel-types.ts';
-import type { GatewayTelemetryOptions } from '../../src/server/gateway-telemetry.ts';
+import type { GatewayTelemetryOptions } from '../../src/server/observability/gateway-telemetry.ts';
 
 /**
  * tokenwire declares the OpenTelemetry types it uses by their shape (src/client/otel-types.ts), so its

@@ -468,7 +468,7 @@ describe('anthropic-messages requests', () => {
       reasoning: true,
       reasoningBudgetTokens: 2048,
       extra: { metadata: { user_id: 'u1' } },
-      // Earlier thinking sent back: named, for a translation to drop (issue 30.6).
+      // Earlier thinking sent back: named, for a translation to drop.
       unmapped: [{ name: 'messages[1].content[0] (thinking)', hint: true }],
     });
     const body = anthropicMessages.toRequestBody(request);

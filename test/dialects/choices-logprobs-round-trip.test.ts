@@ -6,7 +6,7 @@ import type { StreamEvent, TokenLogprob } from '../../src/events/stream-event.ts
 import { decodeChunks, encodeEvents } from '../helpers/decode.ts';
 
 /**
- * Issue 19, item 1: a re-encoded stream writes each event's `choice` and a text event's `logprobs` in
+ * A re-encoded stream writes each event's `choice` and a text event's `logprobs` in
  * the client dialect's shape, so decode(encode(events)) gives them back. What a shape has no place for
  * is compared without it (the legacy completions object has no bytes or ids).
  */

@@ -40,7 +40,7 @@ const responses = (parts: unknown[], role = 'user') => ({
 });
 
 /**
- * Issue 30.6: every content part type each dialect documents either maps onto the normalized turns, or
+ * Every content part type each dialect documents either maps onto the normalized turns, or
  * is named — refused by a translation (400, or dropped and named under `drop_params`), or, for earlier
  * reasoning sent back, dropped and named as a hint. None vanishes without a word.
  */
@@ -285,7 +285,7 @@ const CASES: Case[] = [
   },
 ];
 
-describe('every content part type maps, or is named (issue 30.6)', () => {
+describe('every content part type maps, or is named', () => {
   for (const { dialect, part, body, fate } of CASES) {
     it(`${dialect} ${part}`, () => {
       const request = getDialect(dialect).fromRequestBody(structuredClone(body));

@@ -12,7 +12,7 @@ import {
 import type { ChatRequest } from '../../src/events/chat-request.ts';
 
 /**
- * Issue 19, "request translation is total or loud": the most-used fields that used to be refused across
+ * "request translation is total or loud": the most-used fields that used to be refused across
  * dialects now translate. Each case reads a client body in one dialect, writes it in another, and checks
  * the upstream body, or that the field is named as lost (the gateway's 400).
  */

@@ -7,7 +7,7 @@ import { untranslatableFields } from '../../src/dialects/request-field-table.ts'
 const SCHEMA = { type: 'object', properties: { a: { type: 'integer' } } };
 
 /**
- * Issue 33.5 and 33.6 on the OpenAI routes: vLLM and llama-server name the repetition penalty and the
+ * The repetition penalty and the completions schema on the OpenAI routes: vLLM and llama-server name the repetition penalty and the
  * completions schema differently (each ignoring the other's name), so both names are written and either
  * is read — and two that disagree are not silently merged.
  */

@@ -12,7 +12,7 @@ function payloads(wire: string): Record<string, unknown>[] {
 }
 
 /**
- * Issue 33.7: a llama.cpp native stream translated from another server's (an OpenAI-chat one that
+ * A llama.cpp native stream translated from another server's (an OpenAI-chat one that
  * reported no counts, as llama-server's chat route without `include_usage`) writes what no upstream
  * said nowhere: no `tokens_evaluated: 0` on each chunk, no slot number, no cache fill or truncation
  * made up from zeros.

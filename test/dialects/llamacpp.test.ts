@@ -76,7 +76,7 @@ function reencode(fixture: string, flavor: string): string {
 /**
  * What our encoder does not write when it cannot know it — the prompt the server rendered, the server's
  * full sampling settings, the id of a token that was never sent as text (the end of sequence), the slot
- * that served the request (issue 33.7: never a made-up 0) — and the framing (CR/LF, keepalives): left
+ * that served the request (never a made-up 0) — and the framing (CR/LF, keepalives): left
  * out of both sides.
  */
 function normalize(wire: string): string {

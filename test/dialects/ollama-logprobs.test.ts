@@ -13,7 +13,7 @@ import { fold } from '../helpers/conformance.ts';
 import { decodeChunks, encodeEvents } from '../helpers/decode.ts';
 
 /**
- * Issue 19, item 1/2: Ollama's `logprobs: true` / `top_logprobs: K` (api/types.go `Logprobs`,
+ * Ollama's `logprobs: true` / `top_logprobs: K` (api/types.go `Logprobs`,
  * `TopLogprobs`) and the `logprobs: [{token, logprob, bytes?, top_logprobs?}]` its lines carry
  * (`api.Logprob`: embedded `TokenLogprob`, then `top_logprobs`, `bytes` and `top_logprobs` omitempty;
  * beside `message` on /api/chat after `done_reason`, last on /api/generate).

@@ -59,7 +59,7 @@ function decoderOf(fixture: string, options: { maxOutputTokens?: number } = {}) 
     decoder.feed(readFixture(fixture));
     decoder.end();
   } catch (error) {
-    // A sequence_number gap throws at the terminal event (issue 33.16); the findings stand.
+    // A sequence_number gap throws at the terminal event; the findings stand.
     if (!/an event was lost/.test(String(error))) throw error;
   }
   return { events, state: decoder.state as OpenAiResponsesDecoder };
@@ -451,7 +451,7 @@ describe('openai-responses requests', () => {
       (error: unknown) => error instanceof RequestError && error.field === 'tools[0].type',
     );
     // A file part has no normalized form: kept for a same-dialect upstream, named for a translation to
-    // refuse (issue 30.6).
+    // refuse.
     assert.deepEqual(
       openAiResponses.fromRequestBody({
         input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }],

@@ -8,7 +8,7 @@ import { decodeChunks, encodeEvents } from '../helpers/decode.ts';
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
 
-/** Two calls whose fragments interleave, as an OpenAI chat decoder emits them (issue 33.1, 33.2). */
+/** Two calls whose fragments interleave, as an OpenAI chat decoder emits them. */
 const INTERLEAVED: StreamEvent[] = [
   { type: 'start', id: 'x', model: 'm' },
   { type: 'tool-call-delta', index: 0, id: 'call_a1', name: 'get_weather', argumentsDelta: '' },

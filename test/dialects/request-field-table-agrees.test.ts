@@ -19,7 +19,7 @@ function without(field: string, request: ChatRequest): ChatRequest {
 }
 
 /**
- * Issue 33.11: the translation table and the request mappings agree both ways. The table test
+ * The translation table and the request mappings agree both ways. The table test
  * (request-field-table.test.ts) checks that a dialect writes a field where its cell says; this one checks
  * the converse: a dialect whose cell is **—** writes nothing for the field (its body is the same with or
  * without it: docs/translation.md said Responses had no `seed` or `stop` while the mapping sent both), and

@@ -11,7 +11,7 @@ import {
 import { bodyAt, requestWith, SAMPLES } from '../helpers/request-samples.ts';
 
 /**
- * The request-translation matrix (issue 19), at the translation's own level: for every row of the
+ * The request-translation matrix, at the translation's own level: for every row of the
  * table and every (client dialect, upstream dialect) pair, a client body that asks for the field — the
  * client dialect's own body, written by its mapping and read back as the gateway reads it — either
  * reaches the upstream at the upstream's cell, or is named as lost (the gateway's 400, or the dropped

@@ -11,7 +11,7 @@ import { fold } from '../helpers/conformance.ts';
 import { decodeChunks, encodeEvents } from '../helpers/decode.ts';
 
 /**
- * Issue 19, item 1/2: the Responses dialect's log probabilities. Asked with `top_logprobs: K` and
+ * The Responses dialect's log probabilities. Asked with `top_logprobs: K` and
  * `include: ["message.output_text.logprobs"]`; streamed on each `response.output_text.delta` as
  * `logprobs: [{token, logprob, top_logprobs: [{token, logprob}]}]` (openai `ResponseTextDeltaEvent`),
  * accumulated on `response.output_text.done`, and on the `output_text` part as

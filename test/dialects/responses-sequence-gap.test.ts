@@ -11,7 +11,7 @@ import { scriptServer } from '../helpers/script-server.ts';
 // The fixture loses event 4, the first text delta ("Hello"); its terminal event says completed.
 const GAP = 'wire-examples/openai-responses-sequence-gap.sse';
 
-describe('a Responses stream with a sequence_number gap (issue 33.16)', () => {
+describe('a Responses stream with a sequence_number gap', () => {
   it('is incomplete (malformed), names the gap, and keeps the text that arrived', async () => {
     const upstream = await scriptServer({
       headers: { 'content-type': 'text/event-stream' },

@@ -13,7 +13,7 @@ import { decodeChunks } from '../helpers/decode.ts';
 import { readFixture } from '../helpers/paths.ts';
 
 /**
- * Issue 19, "TGI output is not TGI's": the native stream a translated answer is written as has one
+ * "TGI output is not TGI's": the native stream a translated answer is written as has one
  * token event per generated token, the last one carrying generated_text and details (no extra empty
  * event, no invented end-of-sequence token), no made-up ids or log probabilities, the stop-sequence
  * finish and the request's seed; and TGI's own log probabilities reach the events.

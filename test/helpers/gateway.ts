@@ -1,7 +1,7 @@
 import { DIALECT_IDS, type DialectId } from '../../src/dialects/dialect.ts';
 import { type ServedHandler, serve } from '../../src/node/serve.ts';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/server/create-gateway.ts';
-import type { Upstream } from '../../src/server/upstream.ts';
+import type { Upstream } from '../../src/server/upstream/upstream.ts';
 import { createSim, type Sim } from '../../src/sim/index.ts';
 import type { SimOptions } from '../../src/sim/sim-options.ts';
 

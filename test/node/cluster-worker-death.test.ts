@@ -4,7 +4,7 @@ import { type IncomingMessage, request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-// Issue 30, item 9: after a `serve --workers` worker is replaced, the summed /metrics counters went
+// After a `serve --workers` worker is replaced, the summed /metrics counters went
 // down (the dead worker's counts vanished), and a stream whose worker was killed resumed with "the
 // stream was cancelled when its client disconnected". Counters must never decrease, and the resumed
 // stream must say what happened: its worker died.
@@ -137,7 +137,7 @@ function monotonicSamples(metrics: string): Map<string, number> {
   return out;
 }
 
-describe('serve --workers: a worker killed mid-stream (issue 30.9)', { timeout: 120_000 }, () => {
+describe('serve --workers: a worker killed mid-stream', { timeout: 120_000 }, () => {
   let server: Awaited<ReturnType<typeof startWorkers>>;
   before(async () => {
     // 10 tokens a second: the streams are still live when a worker is killed.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { forwardedClientAddress, trustedProxySet } from '../../src/node/forwarded-address.ts';
 import { serve } from '../../src/node/serve.ts';
-import { clientIdentityOf } from '../../src/server/client-identity.ts';
+import { clientIdentityOf } from '../../src/server/http/client-identity.ts';
 
 describe('the client address behind a trusted proxy', () => {
   const trusted = trustedProxySet(['10.0.0.1', '10.0.0.2']);

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type ClusterMessage, ClusterSender, unbatch } from '../../src/node/cluster-sender.ts';
 import { PrimaryResumeStore, ResumeStoreHost } from '../../src/node/primary-resume-store.ts';
-import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
+import { MemoryResumeStore } from '../../src/server/resume/memory-resume-store.ts';
 import {
   NoSuchEventError,
   ResumeGapError,
   type StoredFrame,
   type StreamMeta,
-} from '../../src/server/resume-store.ts';
+} from '../../src/server/resume/resume-store.ts';
 
 const META: StreamMeta = {
   dialect: 'openai-chat',
@@ -144,7 +144,7 @@ describe('PrimaryResumeStore: one memory store in the primary, shared by every w
       (await reading).map((f) => f.seq),
       [1],
     );
-    // Issue 30.9: not "cancelled" (its client did not leave): lost, because its worker died.
+    // Not "cancelled" (its client did not leave): lost, because its worker died.
     assert.equal(subscription!.status(), 'lost');
     assert.equal(subscription!.lostReason?.(), 'its worker process died');
   });

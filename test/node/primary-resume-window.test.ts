@@ -6,10 +6,10 @@ import {
   ResumeStoreHost,
   SUBSCRIPTION_WINDOW_CHARS,
 } from '../../src/node/primary-resume-store.ts';
-import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
-import type { StreamMeta } from '../../src/server/resume-store.ts';
+import { MemoryResumeStore } from '../../src/server/resume/memory-resume-store.ts';
+import type { StreamMeta } from '../../src/server/resume/resume-store.ts';
 
-// Issue 30.4 under `serve --workers` (no Redis): the primary sent a follower's frames to its worker as
+// A follower that stops reading, under `serve --workers` (no Redis): the primary sent a follower's frames to its worker as
 // fast as it read them, so a follower that stopped reading held the whole live stream in its worker.
 // The primary now sends at most a window ahead of what the worker's reader took.
 
@@ -53,7 +53,7 @@ const turns = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
-describe('PrimaryResumeStore: a follower that stops reading (issue 30.4)', () => {
+describe('PrimaryResumeStore: a follower that stops reading', () => {
   it('gets at most a window of frames ahead of its reader; the rest when it reads on', async () => {
     const { stores, framesTo } = cluster();
     const [a, b] = stores as [PrimaryResumeStore, PrimaryResumeStore];

@@ -9,12 +9,12 @@ import {
 import { openAiChat } from '../../src/dialects/openai-chat/index.ts';
 import { RedisResumeStore } from '../../src/node/redis-resume-store.ts';
 import type { Gateway } from '../../src/server/create-gateway.ts';
-import type { StoredFrame, StreamMeta } from '../../src/server/resume-store.ts';
+import type { StoredFrame, StreamMeta } from '../../src/server/resume/resume-store.ts';
 import type { Frame } from '../../src/wire/frame.ts';
 import { decodeChunks } from '../helpers/decode.ts';
 import { readSse } from '../helpers/sse-read.ts';
 
-// Issue 21.6: after Redis restarts from a snapshot mid-stream, resumed streams were missing events and
+// After Redis restarts from a snapshot mid-stream, resumed streams were missing events and
 // still ended with [DONE]. Each resumed stream must be complete and contiguous, or end with an error.
 
 const cleanups: (() => Promise<unknown>)[] = [];

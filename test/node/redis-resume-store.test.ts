@@ -11,7 +11,7 @@ import {
   ResumeGapError,
   type StoredFrame,
   type StreamMeta,
-} from '../../src/server/resume-store.ts';
+} from '../../src/server/resume/resume-store.ts';
 import { decodeChunks } from '../helpers/decode.ts';
 import { startRedis, type TestRedis } from '../helpers/redis-server.ts';
 import { readSse } from '../helpers/sse-read.ts';
@@ -177,7 +177,7 @@ describe('RedisResumeStore', () => {
   });
 });
 
-describe("RedisResumeStore: owners, ids past the end, the producer's count (issue 21)", () => {
+describe("RedisResumeStore: owners, ids past the end, the producer's count", () => {
   it('resolves undefined for a resume by another owner, exactly as for an unknown stream', async () => {
     const producer = store();
     const owner = 'a'.repeat(64);

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { RedisResumeStore } from '../../src/node/redis-resume-store.ts';
 import { serve } from '../../src/node/serve.ts';
 import { createGateway, type Gateway } from '../../src/server/create-gateway.ts';
-import { NO_STORE_RETAIN_MS } from '../../src/server/resume-store.ts';
+import { NO_STORE_RETAIN_MS } from '../../src/server/resume/resume-store.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 import { startRedis, type TestRedis } from '../helpers/redis-server.ts';
 import { readSse } from '../helpers/sse-read.ts';

@@ -3,11 +3,11 @@ import { after, describe, it } from 'node:test';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { RedisResumeStore } from '../../src/node/redis-resume-store.ts';
 import { serve } from '../../src/node/serve.ts';
-import { createGuardedGateway } from '../../src/server/guard-gateway.ts';
+import { createGuardedGateway } from '../../src/server/guard/guard-gateway.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 import { startRedis } from '../helpers/redis-server.ts';
 
-// Issue 30, item 9: a resumed stream cut by a Redis outage said "its producer is gone" — it must say
+// A resumed stream cut by a Redis outage said "its producer is gone" — it must say
 // what happened: the resume store is unreachable.
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -33,7 +33,7 @@ async function reader(body: ReadableStream<Uint8Array>) {
   };
 }
 
-describe('a resumed stream cut by a Redis outage says so (issue 30.9)', { timeout: 90_000 }, () => {
+describe('a resumed stream cut by a Redis outage says so', { timeout: 90_000 }, () => {
   it('ends with the dialect error naming the unreachable store, not "producer is gone"', async () => {
     const redis = await startRedis();
     cleanups.push(() => redis.stop());

@@ -7,10 +7,10 @@ import {
   createGuardedGateway,
   type GuardedGateway,
   type GuardOptions,
-} from '../../src/server/guard-gateway.ts';
+} from '../../src/server/guard/guard-gateway.ts';
 import { createSim, type Sim } from '../../src/sim/index.ts';
 
-// Issue 30 items 1 and 8: what the node adapter does with a connection's requests when it goes, and
+// What the node adapter does with a connection's requests when it goes, and
 // with connections when the cap is reached. Raw sockets against a real serve()d, guarded gateway.
 
 const closers: (() => Promise<void>)[] = [];
@@ -151,7 +151,7 @@ async function normalStream(port: number): Promise<{ status: number; body: strin
   return { status: response.status, body: await response.text() };
 }
 
-describe('serve: pipelined streams end with their connection (issue 30 item 1)', { timeout: 60_000 }, () => {
+describe('serve: pipelined streams end with their connection', { timeout: 60_000 }, () => {
   it('ends every queued stream, aborts its upstream and frees its slot when the connection closes', async () => {
     const s = await start({ maxStreams: 4 });
     const raw = new Raw(s.port);
@@ -251,7 +251,7 @@ async function silentConnections(s: Started, count: number): Promise<Raw[]> {
   return raws;
 }
 
-describe('serve: the connection cap and silent connections (issue 30 item 8)', { timeout: 60_000 }, () => {
+describe('serve: the connection cap and silent connections', { timeout: 60_000 }, () => {
   it('answers a real client when silent connections fill the cap: the oldest silent one makes room', async () => {
     const s = await start({}, { maxConnections: 20 });
     const silent = await silentConnections(s, 20);

@@ -4,12 +4,16 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { type ServedHandler, type ServeOptions, serve } from '../../src/node/serve.ts';
 import type { GatewayOptions } from '../../src/server/create-gateway.ts';
-import { createGuardedGateway, type GuardOptions, guardGateway } from '../../src/server/guard-gateway.ts';
-import { jsonNestingDepth, MAX_JSON_NESTING } from '../../src/server/read-body.ts';
-import type { RequestLog } from '../../src/server/request-log.ts';
+import {
+  createGuardedGateway,
+  type GuardOptions,
+  guardGateway,
+} from '../../src/server/guard/guard-gateway.ts';
+import { jsonNestingDepth, MAX_JSON_NESTING } from '../../src/server/http/read-body.ts';
+import type { RequestLog } from '../../src/server/observability/request-log.ts';
 import { createSim } from '../../src/sim/index.ts';
 
-// Issue 21 items 1-3 and two of item 9, over real sockets with raw HTTP: what an attacker sends.
+// Over real sockets with raw HTTP: what an attacker sends.
 
 const KEY = 'hardening-key-123456';
 const LIMIT = 1000;
@@ -286,7 +290,7 @@ describe('serve hardening: --max-connections', { timeout: 20_000 }, () => {
     const s = await start({}, { maxConnections: 2 });
     const healthz = `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\n\r\n`;
     // Both hold a request (its body is asked for, not sent): the cap closes only idle connections
-    // (issue 30 item 8, test/node/serve-connections.test.ts).
+    // (test/node/serve-connections.test.ts).
     const held = post('/v1/chat/completions', ['Expect: 100-continue', 'Content-Length: 100'], s.port);
     const first = new Raw(s.port);
     const second = new Raw(s.port);

@@ -3,13 +3,14 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { serve } from '../../src/node/serve.ts';
+import { WHOLE_BODY } from '../../src/server/http/body-symbols.ts';
 import {
   type IncomingRequest,
   markTakesIncomingRequest,
   toRequest,
-} from '../../src/server/incoming-request.ts';
-import { readJsonBody, WHOLE_BODY } from '../../src/server/read-body.ts';
-import { directOnlyResponse, ResponseOutput } from '../../src/server/response-output.ts';
+} from '../../src/server/http/incoming-request.ts';
+import { readJsonBody } from '../../src/server/http/read-body.ts';
+import { directOnlyResponse, ResponseOutput } from '../../src/server/http/response-output.ts';
 
 const closers: (() => Promise<void>)[] = [];
 after(() => Promise.all(closers.map((close) => close())));
@@ -132,7 +133,7 @@ describe('serve', () => {
       markTakesIncomingRequest(async (request) => Response.json(await seen(request))),
     );
     const chunked = await send(marked, { method: 'POST', headers: [], body: '{"b":2}', chunked: true });
-    // The body is read when the handler asks, with its limit (issue 21: the limit holds while it streams).
+    // The body is read when the handler asks, with its limit (the limit holds while it streams).
     assert.equal(chunked.isRequest, false, 'a body of unknown length is read through the light request');
     assert.deepEqual(chunked.body, { b: 2 });
     assert.equal(chunked.whole, true);

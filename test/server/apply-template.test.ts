@@ -9,7 +9,7 @@ const TEMPLATED = '<|system|>\nBe brief<|end|>\n<|user|>\nhello<|end|>\n<|assist
 
 /**
  * Chat turns translated to llama.cpp's /completion are rendered by the server's own chat template
- * (llama-server's POST /apply-template), not by a generic "role: content" layout (issue 19).
+ * (llama-server's POST /apply-template), not by a generic "role: content" layout.
  */
 describe('chat turns to a llama.cpp /completion upstream', () => {
   for (const hasTemplateRoute of [true, false]) {

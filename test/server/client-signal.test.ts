@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { abortSignalOf, type ClientSignal, LightClientSignal } from '../../src/server/client-signal.ts';
+import { abortSignalOf, type ClientSignal, LightClientSignal } from '../../src/server/http/client-signal.ts';
 
 /**
  * One step: add or remove listener `i`, or abort. A listener may remove one on its call. (Not add one:

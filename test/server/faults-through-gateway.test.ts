@@ -43,7 +43,7 @@ const CASES: [string, Expect | ((dialect: DialectId) => Expect)][] = [
   ['content-type=text/plain', 'same-text'],
   ['stall=300,stall-after=3', 'same-text'],
   // OpenAI and Ollama streams carry counts only in usage fields; llama.cpp and TGI events always count tokens.
-  // A Messages stream always carries `output_tokens`, as Anthropic's does (issue 33.3): the gateway writes
+  // A Messages stream always carries `output_tokens`, as Anthropic's does: the gateway writes
   // its own estimate there, so its client reads a count (the gateway's metrics say `source="estimate"`).
   [
     'no-usage',

@@ -13,7 +13,7 @@ import { fixturePath, readFixture } from '../helpers/paths.ts';
 import { type ScriptServer, scriptServer } from '../helpers/script-server.ts';
 
 /**
- * The fidelity suite (issue 19): every real capture and wire example of the older dialects, served by a
+ * The fidelity suite: every real capture and wire example of the older dialects, served by a
  * scripted upstream of its own dialect, reaches a client of that dialect through the gateway with the
  * same JSON values the upstream sent — every field, every choice, every logprob, the server's extras.
  *

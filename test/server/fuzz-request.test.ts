@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { dialectForPath } from '../../src/dialects/registry.ts';
-import { createGuardedGateway, type GuardedGateway } from '../../src/server/guard-gateway.ts';
+import { createGuardedGateway, type GuardedGateway } from '../../src/server/guard/guard-gateway.ts';
 import { encodeEvents } from '../helpers/decode.ts';
 
 /**

@@ -8,8 +8,8 @@ import { getDialect } from '../../src/dialects/registry.ts';
 import type { ChatRequest } from '../../src/events/chat-request.ts';
 import { serve } from '../../src/node/serve.ts';
 import { createGateway, type RequestLog } from '../../src/server/create-gateway.ts';
-import { clientStatusFor, withoutAddresses } from '../../src/server/gateway-errors.ts';
-import type { Upstream } from '../../src/server/upstream.ts';
+import { clientStatusFor, withoutAddresses } from '../../src/server/http/gateway-errors.ts';
+import type { Upstream } from '../../src/server/upstream/upstream.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 
 const CHAT: ChatRequest = { model: 'm', messages: [{ role: 'user', content: 'hello' }], maxTokens: 8 };

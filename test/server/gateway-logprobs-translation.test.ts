@@ -7,7 +7,7 @@ import { encodeEvents } from '../helpers/decode.ts';
 import { type ScriptedResponse, type ScriptServer, scriptServer } from '../helpers/script-server.ts';
 
 /**
- * Issue 19, item 1/2, through the gateway: log probabilities asked in the Ollama and Responses dialects
+ * Through the gateway: log probabilities asked in the Ollama and Responses dialects
  * reach an upstream of another dialect as its own fields, and the upstream's come back in the client's
  * shape (and an OpenAI chat client in front of an Ollama upstream gets `logprobs.content`).
  */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { createGateway } from '../../src/server/create-gateway.ts';
-import type { Upstream } from '../../src/server/upstream.ts';
+import type { Upstream } from '../../src/server/upstream/upstream.ts';
 import { createSim } from '../../src/sim/index.ts';
 
 /** An upstream on its own simulator, counting the requests it gets. */

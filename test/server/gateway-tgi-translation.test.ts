@@ -6,7 +6,7 @@ import { readFixture } from '../helpers/paths.ts';
 import { paced, scriptServer } from '../helpers/script-server.ts';
 
 /**
- * Issue 19, "TGI output is not TGI's", through the gateway: a TGI client (`/generate_stream`) in front
+ * "TGI output is not TGI's", through the gateway: a TGI client (`/generate_stream`) in front
  * of an OpenAI-chat upstream gets one token event per generated token with the details on the last,
  * the upstream's log probabilities where it asked (`top_n_tokens`), `null` where nothing is known, the
  * stop-sequence finish and its seed; its greedy `do_sample: false` reaches the upstream as temperature 0.

@@ -5,15 +5,19 @@ import fc from 'fast-check';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { type ServedHandler, serve } from '../../src/node/serve.ts';
 import type { GatewayOptions, RequestLog } from '../../src/server/create-gateway.ts';
-import { createGuardedGateway, type GuardOptions, guardGateway } from '../../src/server/guard-gateway.ts';
-import { markTakesIncomingRequest } from '../../src/server/incoming-request.ts';
+import {
+  createGuardedGateway,
+  type GuardOptions,
+  guardGateway,
+} from '../../src/server/guard/guard-gateway.ts';
+import { markTakesIncomingRequest } from '../../src/server/http/incoming-request.ts';
 import {
   type DirectWriter,
   directBodyOf,
   directBodyOfResponse,
   directOnlyResponse,
   ResponseOutput,
-} from '../../src/server/response-output.ts';
+} from '../../src/server/http/response-output.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 import type { SimOptions } from '../../src/sim/sim-options.ts';
 import { type RecordedRequest, type ScriptedResponse, scriptServer } from '../helpers/script-server.ts';

@@ -4,13 +4,16 @@ import { describe, it } from 'node:test';
 import type { DialectId } from '../../src/dialects/dialect.ts';
 import { type ServedHandler, serve } from '../../src/node/serve.ts';
 import { createGateway, type GatewayOptions } from '../../src/server/create-gateway.ts';
-import { createGuardedGateway, type GuardOptions } from '../../src/server/guard-gateway.ts';
-import { type IncomingRequest, markTakesIncomingRequest } from '../../src/server/incoming-request.ts';
-import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
-import type { StreamMeta } from '../../src/server/resume-store.ts';
+import { createGuardedGateway, type GuardOptions } from '../../src/server/guard/guard-gateway.ts';
+import { type IncomingRequest, markTakesIncomingRequest } from '../../src/server/http/incoming-request.ts';
+import { MemoryResumeStore } from '../../src/server/resume/memory-resume-store.ts';
+import type { StreamMeta } from '../../src/server/resume/resume-store.ts';
 import { createSim, simRawRoute } from '../../src/sim/index.ts';
 
-/** Issue 30 (hardening, round two), items 2, 3 and 9: over real sockets. */
+/**
+ * Hardening over real sockets: drop_params names that cannot be a header value, failures after the
+ * upstream call started, the raw simulator routes behind the guard, and smaller edge cases.
+ */
 
 /** The simulator as the upstream, counting the calls it gets and the ones the gateway aborts. */
 function watchedSim(tokensPerSecond: number) {
@@ -88,7 +91,7 @@ async function post(url: string, body: string, headers: Record<string, string> =
   return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 }
 
-describe('issue 30 item 2: drop_params names that cannot be a header value', () => {
+describe('drop_params names that cannot be a header value', () => {
   it('names them percent-encoded in x-tokenwire-dropped-params, and the stream runs to its end', async () => {
     const g = await startGuarded({ dialects: ['ollama-chat'], gateway: { maxStreams: 1 } });
     try {
@@ -141,7 +144,7 @@ class FailingOnceStore extends MemoryResumeStore {
   }
 }
 
-describe('issue 30 item 2: any failure after the upstream call started aborts it and frees the slot', () => {
+describe('any failure after the upstream call started aborts it and frees the slot', () => {
   it('a stream whose set-up fails late (the store) gets a 500; its upstream is aborted', async () => {
     const g = await startGuarded({
       tokensPerSecond: 5,
@@ -249,7 +252,7 @@ function rawExchange(port: number, request: string): Promise<string> {
 
 const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
 
-describe('issue 30 item 3: the raw simulator routes go through the guard and the body limits', () => {
+describe('the raw simulator routes go through the guard and the body limits', () => {
   it('asks for the API key on GET /sim/v1/models (and every /sim path)', async () => {
     const g = await startWithRawSim();
     try {
@@ -340,7 +343,7 @@ describe('issue 30 item 3: the raw simulator routes go through the guard and the
   });
 });
 
-describe('issue 30 item 9: small ones', () => {
+describe("edge cases: hosts, URLs the parser refuses, model ids, the cursor route's key", () => {
   it('answers a Host with a port past 65535 with a 400, not a 500 "Invalid URL"', async () => {
     const g = await startWithRawSim();
     try {

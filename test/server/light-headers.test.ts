@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { LightHeaders } from '../../src/server/light-headers.ts';
+import { LightHeaders } from '../../src/server/http/light-headers.ts';
 
 type Op = { kind: 'append' | 'set'; name: string; value: string } | { kind: 'delete'; name: string };
 

@@ -7,7 +7,7 @@ import { readFixture } from '../helpers/paths.ts';
 import { type RecordedRequest, type ScriptedResponse, scriptServer } from '../helpers/script-server.ts';
 
 /**
- * Issue 33, items 5, 6, 7, 9 and 12: what a TGI, Ollama or llama.cpp client's request becomes on its way
+ * What a TGI, Ollama or llama.cpp client's request becomes on its way
  * to a llama-server (scripted here, answering as b10108 does on each route; the upstream's dialects as
  * `serve --upstream` probes them), recorded byte for byte as the upstream received it.
  */
@@ -106,7 +106,7 @@ async function exchange(
   }
 }
 
-describe('issue 33.5: a JSON schema reaches llama-server’s completion routes as json_schema', () => {
+describe('a JSON schema reaches llama-server’s completion routes as json_schema', () => {
   it('TGI grammar {type: json}: /v1/completions gets json_schema (what the route reads)', async () => {
     const result = await exchange('/generate_stream', {
       inputs: 'hi',
@@ -139,7 +139,7 @@ describe('issue 33.5: a JSON schema reaches llama-server’s completion routes a
   });
 });
 
-describe('issue 33.6: the repetition penalty reaches llama-server as repeat_penalty', () => {
+describe('the repetition penalty reaches llama-server as repeat_penalty', () => {
   it('TGI parameters.repetition_penalty: /v1/completions gets repeat_penalty', async () => {
     const result = await exchange('/generate_stream', {
       inputs: 'hi',
@@ -162,7 +162,7 @@ describe('issue 33.6: the repetition penalty reaches llama-server as repeat_pena
   });
 });
 
-describe('issue 33.7: TGI answers say what the request said', () => {
+describe('TGI answers say what the request said', () => {
   it('non-stream /generate carries the request’s seed in details', async () => {
     const result = await exchange('/generate', {
       inputs: 'hi',
@@ -192,7 +192,7 @@ describe('issue 33.7: TGI answers say what the request said', () => {
   });
 });
 
-describe('issue 33.9: a native multi-prompt /completion', () => {
+describe('a native multi-prompt /completion', () => {
   const wire = new TextDecoder().decode(
     readFixture('real-captures/llamacpp-b10108/n10-completion-stream-multiprompt.sse'),
   );
@@ -228,7 +228,7 @@ describe('issue 33.9: a native multi-prompt /completion', () => {
   });
 });
 
-describe('issue 33.12: Ollama keep_alive toward another dialect', () => {
+describe('Ollama keep_alive toward another dialect', () => {
   it('is a residency hint: dropped, named in x-tokenwire-dropped-params, not sent', async () => {
     const result = await exchange('/api/chat', {
       model: 'tiny',
@@ -254,7 +254,7 @@ describe('issue 33.12: Ollama keep_alive toward another dialect', () => {
   });
 });
 
-describe('issue 30.6: content parts over the gateway, toward llama-server’s chat route', () => {
+describe('content parts over the gateway, toward llama-server’s chat route', () => {
   const document = {
     type: 'document',
     source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0xLjQK' },

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { startGateway, type TestGateway } from '../helpers/gateway.ts';
 
 /**
- * Lossless, or loud (issue 19): a request field the upstream's dialect has no counterpart for is a 400
+ * Lossless, or loud: a request field the upstream's dialect has no counterpart for is a 400
  * naming it, before anything streams; with `drop_params` (the request's, or the operator's) it is
  * dropped and named in `x-tokenwire-dropped-params`. A same-dialect upstream gets the body as it is.
  */

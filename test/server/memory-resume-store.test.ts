@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
-import { NoSuchEventError, type StoredFrame, type StreamMeta } from '../../src/server/resume-store.ts';
+import { MemoryResumeStore } from '../../src/server/resume/memory-resume-store.ts';
+import { NoSuchEventError, type StoredFrame, type StreamMeta } from '../../src/server/resume/resume-store.ts';
 
 const meta = (extra: Partial<StreamMeta> = {}): StreamMeta => ({
   dialect: 'openai-chat',
@@ -30,7 +30,7 @@ async function seqs(store: MemoryResumeStore, id: string, after: number, owner?:
   return out;
 }
 
-describe('MemoryResumeStore (issue 21)', () => {
+describe('MemoryResumeStore', () => {
   it('resumes a stream only for its owner: any other (or none) sees an unknown stream', async () => {
     const store = new MemoryResumeStore();
     const owner = 'a'.repeat(64);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { mergePrometheusText, monotonicPart } from '../../src/server/merge-prometheus.ts';
+import { mergePrometheusText, monotonicPart } from '../../src/server/observability/merge-prometheus.ts';
 
-// Issue 30.9: what the primary of `serve --workers` keeps of a dead worker — its counters and
+// What the primary of `serve --workers` keeps of a dead worker — its counters and
 // histograms (summed into every later scrape), never its gauges (no longer true).
 
 const worker = [

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { mergePrometheusText } from '../../src/server/merge-prometheus.ts';
-import { Counter, Gauge, Histogram, Registry } from '../../src/server/prometheus.ts';
+import { mergePrometheusText } from '../../src/server/observability/merge-prometheus.ts';
+import { Counter, Gauge, Histogram, Registry } from '../../src/server/observability/prometheus.ts';
 
 /** One update of one of three metrics, on one of a few label sets (values exact in binary). */
 type Update =

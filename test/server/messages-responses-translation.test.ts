@@ -30,7 +30,7 @@ const tool = (index: number, fields: Record<string, unknown>) => ({
 });
 
 /**
- * Issue 33.1/33.2: two parallel calls whose headers come first and whose argument fragments interleave
+ * Two parallel calls whose headers come first and whose argument fragments interleave
  * by index (as vLLM and OpenAI write parallel calls).
  */
 export const INTERLEAVED_CALLS = chatStream(
@@ -76,7 +76,7 @@ export async function gatewayOver(body: string, dialects = ['openai-chat']): Pro
 const WEATHER_ARGS = { city: '東京 🗼' };
 const TIME_ARGS = { tz: 'Asia/Tokyo' };
 
-describe('Messages client, OpenAI-chat upstream (issue 33)', () => {
+describe('Messages client, OpenAI-chat upstream', () => {
   it('33.1: interleaved parallel tool calls come out as two whole tool_use blocks', async () => {
     const g = await gatewayOver(INTERLEAVED_CALLS);
     try {
@@ -124,7 +124,7 @@ describe('Messages client, OpenAI-chat upstream (issue 33)', () => {
   });
 });
 
-describe('Messages client, an upstream that reports no usage (issue 33.3)', () => {
+describe('Messages client, an upstream that reports no usage', () => {
   const NO_USAGE = chatStream([{ content: 'Hel' }, { content: 'lo' }, { content: ' there' }], 'stop');
 
   it('message_delta always carries output_tokens (the count of content chunks); message_start says 0 input', async () => {
@@ -159,7 +159,7 @@ describe('Messages client, an upstream that reports no usage (issue 33.3)', () =
   });
 });
 
-describe('Responses client, OpenAI-chat upstream with parallel tool calls (issue 33.2)', () => {
+describe('Responses client, OpenAI-chat upstream with parallel tool calls', () => {
   it('writes each function_call item once: deltas by item, one done each, none after it', async () => {
     const g = await gatewayOver(INTERLEAVED_CALLS);
     try {
@@ -233,7 +233,7 @@ describe('Responses client, OpenAI-chat upstream with parallel tool calls (issue
   });
 });
 
-describe('Responses client, a reasoning answer (issue 33.4)', () => {
+describe('Responses client, a reasoning answer', () => {
   // llama-server with `--reasoning-format deepseek`: reasoning_content deltas, then the answer.
   const REASONING = chatStream(
     [
@@ -276,7 +276,7 @@ describe('Responses client, a reasoning answer (issue 33.4)', () => {
   });
 });
 
-describe('Responses whole answers (issue 33.10)', () => {
+describe('Responses whole answers', () => {
   it('a capped whole answer says incomplete as the stream does, has a resp_ id, and GET finds it', async () => {
     const g = await startGateway({ upstreamDialects: ['openai-chat'], simOverHttp: true });
     try {
@@ -344,7 +344,7 @@ describe('Responses whole answers (issue 33.10)', () => {
   });
 });
 
-describe('Responses whole answers from a llama-server Responses upstream (issue 33.10)', () => {
+describe('Responses whole answers from a llama-server Responses upstream', () => {
   it('a capped answer (p01: "completed" at 16 of 16 tokens) is incomplete whole as it is streamed, and retrievable', async () => {
     const g = await gatewayOver(
       new TextDecoder().decode(readFixture('real-captures/llamacpp-b10108/p01-responses-stream.sse')),

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { emptyMetrics, type Result } from '../../src/events/result.ts';
-import { PlainTextRelay } from '../../src/server/plain-text-relay.ts';
+import { PlainTextRelay } from '../../src/server/relay/plain-text-relay.ts';
 
 const finished = (text: string): Result =>
   ({

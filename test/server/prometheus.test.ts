@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Counter, Histogram, labelSet } from '../../src/server/prometheus.ts';
+import { Counter, Histogram, labelSet } from '../../src/server/observability/prometheus.ts';
 
 describe('prometheus registry', () => {
   it('counts a reused label set and an equal fresh object as one series, in sorted, escaped form', () => {

@@ -5,7 +5,7 @@ import { complete } from '../../src/client/token-stream.ts';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { serve } from '../../src/node/serve.ts';
 import { createGateway, type GatewayOptions, type RequestLog } from '../../src/server/create-gateway.ts';
-import { redactUrls } from '../../src/server/request-log.ts';
+import { redactUrls } from '../../src/server/observability/request-log.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 
 const SECRET = 'sk-SECRET-4242';
@@ -84,7 +84,7 @@ describe('request logs', () => {
     assert.equal(record.outputTokensEstimated, false);
     assert.ok((record.ttftMs ?? 0) > 0 && record.durationMs >= (record.ttftMs ?? 0));
     assert.ok((record.tpotMs ?? -1) >= 0);
-    // Issue 21: a stream id replays the stream, so info lines carry only its start.
+    // A stream id replays the stream, so info lines carry only its start.
     assert.match(record.streamId ?? '', /^[0-9a-f]{6}…$/);
     assert.equal(record.error, undefined);
     assert.equal('prompt' in record, false);

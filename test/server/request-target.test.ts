@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { type IncomingRequest, requestTarget } from '../../src/server/incoming-request.ts';
+import { type IncomingRequest, requestTarget } from '../../src/server/http/incoming-request.ts';
 
 const request = (url: string) => ({ url }) as unknown as IncomingRequest;
 

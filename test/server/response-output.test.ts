@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type DirectWriter, directBodyOf, ResponseOutput } from '../../src/server/response-output.ts';
+import { type DirectWriter, directBodyOf, ResponseOutput } from '../../src/server/http/response-output.ts';
 
 function recordingWriter(accept = true) {
   const calls: string[] = [];

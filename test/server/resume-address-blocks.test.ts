@@ -3,12 +3,12 @@ import { request as httpRequest } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { serve } from '../../src/node/serve.ts';
-import { clientBlock } from '../../src/server/client-identity.ts';
-import { createGuardedGateway } from '../../src/server/guard-gateway.ts';
-import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
+import { createGuardedGateway } from '../../src/server/guard/guard-gateway.ts';
+import { clientBlock } from '../../src/server/http/client-identity.ts';
+import { MemoryResumeStore } from '../../src/server/resume/memory-resume-store.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 
-// Issue 30, item 7: without API keys a client is an address, and rotating through a block's addresses
+// Without API keys a client is an address, and rotating through a block's addresses
 // must not defeat the per-client resume bound (1,000 streams from 1,000 loopback addresses evicted a
 // victim's resumable stream).
 
@@ -78,7 +78,7 @@ function postFrom(localAddress: string, port: number, headers: Record<string, st
   });
 }
 
-describe('resume store bounds per address block (issue 30.7)', () => {
+describe('resume store bounds per address block', () => {
   it('names the /24 of an IPv4 address and the /64 of an IPv6 one; keys and unknowns are their own', () => {
     assert.equal(clientBlock('ip:127.0.0.3'), 'ip:127.0.0.0/24');
     assert.equal(clientBlock('ip:10.20.30.255'), 'ip:10.20.30.0/24');

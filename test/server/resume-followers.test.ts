@@ -2,18 +2,18 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { serve } from '../../src/node/serve.ts';
-import { createGuardedGateway } from '../../src/server/guard-gateway.ts';
-import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
+import { createGuardedGateway } from '../../src/server/guard/guard-gateway.ts';
+import { MemoryResumeStore } from '../../src/server/resume/memory-resume-store.ts';
 import type {
   ClosingStatus,
   ResumeStore,
   ResumeSubscription,
   StoredFrame,
   StreamMeta,
-} from '../../src/server/resume-store.ts';
-import { FOLLOWER_QUEUE_BYTES, followerQueuedBytes } from '../../src/server/resumed-body.ts';
+} from '../../src/server/resume/resume-store.ts';
+import { FOLLOWER_QUEUE_BYTES, followerQueuedBytes } from '../../src/server/resume/resumed-body.ts';
 
-// Issue 30, item 4: a follower of a live stream (a `Last-Event-ID` resume, or the Responses cursor
+// A follower of a live stream (a `Last-Event-ID` resume, or the Responses cursor
 // `GET /v1/responses/{id}?stream=true`) that stops reading held the whole live stream in the gateway
 // (+869 MiB with 20 idle followers of a 33.6 MiB stream). It must hold a bounded amount, pull from the
 // store as it drains, and leave the producer and the other readers alone.
@@ -226,7 +226,7 @@ async function scenario(
 
 const chatBody = JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'go' }] });
 
-describe('followers of a live stream keep to backpressure (issue 30.4)', { timeout: 120_000 }, () => {
+describe('followers of a live stream keep to backpressure', { timeout: 120_000 }, () => {
   it('an idle Last-Event-ID follower holds a bounded queue; producer and reader unaffected', async () => {
     const { streamId, produced, read } = await scenario(
       CHUNKS,

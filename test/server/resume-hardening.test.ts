@@ -4,13 +4,13 @@ import { after, describe, it } from 'node:test';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
 import { serve } from '../../src/node/serve.ts';
 import type { GatewayOptions } from '../../src/server/create-gateway.ts';
-import { createGuardedGateway, type GuardOptions } from '../../src/server/guard-gateway.ts';
-import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
+import { createGuardedGateway, type GuardOptions } from '../../src/server/guard/guard-gateway.ts';
+import { MemoryResumeStore } from '../../src/server/resume/memory-resume-store.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 import type { SimOptions } from '../../src/sim/sim-options.ts';
 import { readSse } from '../helpers/sse-read.ts';
 
-// Issue 21, items 4, 5 and 7: who may resume a stream, how one client's flood is contained, and what a
+// Who may resume a stream, how one client's flood is contained, and what a
 // resumed stream writes (keepalives, strict ids, ids past the end).
 
 const closers: (() => Promise<unknown>)[] = [];
@@ -119,7 +119,7 @@ async function flood(count: number, parallel: number, one: () => Promise<unknown
   );
 }
 
-describe('resume: only the key that opened a stream resumes it (issue 21.4)', () => {
+describe('resume: only the key that opened a stream resumes it', () => {
   it('another valid key gets the very 404 of an unknown stream; the opener resumes', async () => {
     const g = await gateway({ apiKeys: ['key-a', 'key-b'] });
     const { id, events } = await finishedStream(g.url, bearer('key-a'));
@@ -150,7 +150,7 @@ describe('resume: only the key that opened a stream resumes it (issue 21.4)', ()
   });
 });
 
-describe('resume store bounds per client (issue 21.5)', () => {
+describe('resume store bounds per client', () => {
   it('a flood of 1000 one-token streams from key B does not evict key A’s stream', async () => {
     const g = await gateway({ apiKeys: ['key-a', 'key-b'] });
     const { id } = await finishedStream(g.url, bearer('key-a'));
@@ -185,7 +185,7 @@ describe('resume store bounds per client (issue 21.5)', () => {
   });
 });
 
-describe('resumed streams: keepalives, strict ids, ids past the end (issue 21.7)', () => {
+describe('resumed streams: keepalives, strict ids, ids past the end', () => {
   it('writes keepalive comments on a resumed stream while the upstream stalls, as on a direct one', async () => {
     const g = await gateway({ keepaliveMs: 50, keepStreamOnDisconnect: true });
     const first = await readSse(

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openAiChat } from '../../src/dialects/openai-chat/index.ts';
-import type { ResumeSubscription, StoredFrame, StoredStatus } from '../../src/server/resume-store.ts';
-import { resumedBody } from '../../src/server/resumed-body.ts';
+import type { ResumeSubscription, StoredFrame, StoredStatus } from '../../src/server/resume/resume-store.ts';
+import { resumedBody } from '../../src/server/resume/resumed-body.ts';
 import { decodeChunks } from '../helpers/decode.ts';
 
 const chunk = (n: number) =>
@@ -32,7 +32,7 @@ async function read(sub: ResumeSubscription, after: number) {
   return { text, decoded: decodeChunks(openAiChat, [new TextEncoder().encode(text)]) };
 }
 
-describe('resumedBody: never silently short (issue 21.6)', () => {
+describe('resumedBody: never silently short', () => {
   it('ends with the dialect error "resume data lost" at a hole in the sequence numbers', async () => {
     const { text, decoded } = await read(subscription([3, 4, 7, 8], 'complete', 8), 2);
     assert.match(text, /id: abc\.4\n/);

@@ -5,9 +5,9 @@ import { Ollama } from 'ollama';
 import type { DialectId } from '../../src/dialects/dialect.ts';
 import { serve } from '../../src/node/serve.ts';
 import { createGateway, type Gateway } from '../../src/server/create-gateway.ts';
-import { guardGateway } from '../../src/server/guard-gateway.ts';
-import { GATEWAY_VERSION } from '../../src/server/side-routes.ts';
-import type { FetchLike, Upstream } from '../../src/server/upstream.ts';
+import { guardGateway } from '../../src/server/guard/guard-gateway.ts';
+import { GATEWAY_VERSION } from '../../src/server/routes/side-routes.ts';
+import type { FetchLike, Upstream } from '../../src/server/upstream/upstream.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 import { repoRoot } from '../helpers/paths.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { randomStreamId } from '../../src/server/stream-id.ts';
+import { randomStreamId } from '../../src/server/http/stream-id.ts';
 
 describe('randomStreamId', () => {
   it('gives 72-bit hex ids, flat strings, none repeated across pool refills', () => {

@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import type { Dialect } from '../../src/dialects/dialect.ts';
 import { DIALECTS } from '../../src/dialects/registry.ts';
 import type { StreamEvent } from '../../src/events/stream-event.ts';
-import { MemoryResumeStore } from '../../src/server/memory-resume-store.ts';
-import { resumedBody } from '../../src/server/resumed-body.ts';
-import { StreamRelay } from '../../src/server/stream-relay.ts';
+import { StreamRelay } from '../../src/server/relay/stream-relay.ts';
+import { MemoryResumeStore } from '../../src/server/resume/memory-resume-store.ts';
+import { resumedBody } from '../../src/server/resume/resumed-body.ts';
 
 const EVENTS: StreamEvent[] = [
   { type: 'start', id: 'chatcmpl-1', model: 'm', created: 1767225600 },

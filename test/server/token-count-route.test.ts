@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import type { DialectId } from '../../src/dialects/dialect.ts';
 import { serve } from '../../src/node/serve.ts';
 import { createGateway } from '../../src/server/create-gateway.ts';
-import type { FetchLike, Upstream } from '../../src/server/upstream.ts';
+import type { FetchLike, Upstream } from '../../src/server/upstream/upstream.ts';
 import { createSim } from '../../src/sim/create-sim.ts';
 import { startGateway } from '../helpers/gateway.ts';
 

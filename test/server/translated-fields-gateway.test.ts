@@ -72,7 +72,7 @@ interface Seen {
 }
 
 /**
- * Issue 19, request translation through the gateway: the official clients' structured output, images,
+ * Request translation through the gateway: the official clients' structured output, images,
  * the developer role and the reasoning switch reach an upstream of another dialect as that dialect's
  * own fields (the simulator over HTTP, reached through a fetch that records what was sent), and what
  * has no counterpart is a 400 before anything is sent.

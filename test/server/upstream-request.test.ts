@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { getDialect } from '../../src/dialects/registry.ts';
-import type { Upstream } from '../../src/server/upstream.ts';
-import { pickUpstream } from '../../src/server/upstream-for-model.ts';
-import { forwardedHeaders, upstreamBody } from '../../src/server/upstream-request.ts';
+import type { Upstream } from '../../src/server/upstream/upstream.ts';
+import { pickUpstream } from '../../src/server/upstream/upstream-for-model.ts';
+import { forwardedHeaders, upstreamBody } from '../../src/server/upstream/upstream-request.ts';
 
 const upstream = (name: string, models?: string[]): Upstream => ({
   name,

@@ -6,7 +6,7 @@ import type { ReplTerminal } from './chat-repl.ts';
  * readline keeps the terminal in raw mode, so Ctrl-C arrives as its `SIGINT` event, not as a signal:
  * at the prompt it ends the REPL, while an answer streams it goes to the `onInterrupt` listeners (the
  * answer's abort). Lines typed while an answer streams wait for the next prompt. Shown on the
- * terminal by hand (tmux: issue 34 item 5's report); test/cli/chat-repl.test.ts drives it over streams.
+ * terminal by hand (tmux); test/cli/chat-repl.test.ts drives it over streams.
  */
 export function readlineTerminal(input: NodeJS.ReadableStream, output: NodeJS.WritableStream): ReplTerminal {
   const rl = createInterface({ input, output, terminal: true, historySize: 200 });

@@ -2,7 +2,7 @@ import type { DialectSource } from '../../capture/recording.ts';
 import { RequestFailedError } from '../../client/client-errors.ts';
 import type { DialectId } from '../../dialects/dialect.ts';
 import { dialectForPath, getDialect, isDialectId } from '../../dialects/registry.ts';
-import type { FetchLike } from '../../server/upstream.ts';
+import type { FetchLike } from '../../server/upstream/upstream.ts';
 import { UsageError } from '../cli-io.ts';
 import { probeUpstream, unknownServerProblem } from '../probe-upstream.ts';
 

@@ -8,7 +8,7 @@ import type { ChatMessage, ChatRequest } from '../../events/chat-request.ts';
 import type { Result } from '../../events/result.ts';
 import type { StreamEvent } from '../../events/stream-event.ts';
 import { requirePackages } from '../../node/optional-package.ts';
-import type { FetchLike } from '../../server/upstream.ts';
+import type { FetchLike } from '../../server/upstream/upstream.ts';
 import { createSim } from '../../sim/create-sim.ts';
 import { parseFaults } from '../../sim/faults.ts';
 import { FAULT_HEADER } from '../../sim/sim-options.ts';
@@ -110,7 +110,7 @@ export async function chatCommand(argv: string[], io: CliIo): Promise<number> {
   const looksLikeUrl = first !== undefined && /^https?:\/\//i.test(first);
   const target = second !== undefined || looksLikeUrl ? first : undefined;
   let prompt = second ?? (looksLikeUrl ? undefined : first);
-  // No PROMPT: a conversation on a terminal, the prompt from stdin when it is piped (issue 34 item 5).
+  // No PROMPT: a conversation on a terminal, the prompt from stdin when it is piped.
   const repl = prompt === undefined && io.stdin?.isTTY === true;
   if (prompt === undefined && !repl) {
     if (io.stdin === undefined)

@@ -1,6 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
-import type { DialectId } from '../../dialects/dialect.ts';
 import { DIALECT_IDS } from '../../dialects/dialect.ts';
 import { importOptional, requirePackages } from '../../node/optional-package.ts';
 import { DEFAULT_BODY_TIMEOUT_MS, serve } from '../../node/serve.ts';
@@ -8,14 +8,24 @@ import { serveStatic } from '../../node/serve-static.ts';
 import { startTelemetry } from '../../node/start-telemetry.ts';
 import { createUndiciFetch, loadUndici } from '../../node/undici-fetch.ts';
 import type { GatewayOptions } from '../../server/create-gateway.ts';
-import { createGuardedGateway } from '../../server/guard-gateway.ts';
-import { MemoryResumeStore } from '../../server/memory-resume-store.ts';
-import { LOG_LEVELS, type LogLevel } from '../../server/request-log.ts';
-import type { ResumeStore } from '../../server/resume-store.ts';
-import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../../server/upstream.ts';
+import { createGuardedGateway } from '../../server/guard/guard-gateway.ts';
+import { LOG_LEVELS, type LogLevel } from '../../server/observability/request-log.ts';
+import { BALANCE_POLICIES, type BalancePolicy } from '../../server/pool/choose-replica.ts';
+import { MemoryResumeStore } from '../../server/resume/memory-resume-store.ts';
+import type { ResumeStore } from '../../server/resume/resume-store.ts';
+import { DEFAULT_UPSTREAM_TIMEOUT_MS, type Upstream } from '../../server/upstream/upstream.ts';
 import { FAULTS, parseFaults } from '../../sim/faults.ts';
 import { type CliIo, styleFor, UsageError } from '../cli-io.ts';
-import { parseDialectList, probeUpstream, unknownServerProblem } from '../probe-upstream.ts';
+import { parseDialectList } from '../probe-upstream.ts';
+import type { ServeConfig } from '../serve-config.ts';
+import {
+  resolveUpstreams,
+  specsFromConfig,
+  type UpstreamSpec,
+  type UpstreamSummary,
+  upstreamLine,
+} from '../serve-upstreams.ts';
+import { upstreamBaseUrl, upstreamNameFor } from '../upstream-base-url.ts';
 
 export const SERVE_HELP = `Usage: tokenwire serve [options]
 
@@ -26,8 +36,22 @@ Options:
   --host HOST                 Address to listen on (default 127.0.0.1: loopback only)
   --port N                    Port (default 8080; 0 picks a free one)
   --upstream URL              Front a real server (vLLM, llama-server, TGI, Ollama) instead of the simulator
-  --upstream-dialect LIST     Dialects the upstream speaks, comma-separated (default: found by probing)
-  --upstream-header 'K: V'    Header sent upstream, e.g. credentials (repeatable; never echoed or logged)
+                              (repeatable: a pool; the URL's path is kept, e.g. http://host:9000/vllm)
+  --upstream-dialect LIST     Dialects the --upstream servers speak, comma-separated (default: found by
+                              probing)
+  --upstream-header 'K: V'    Header sent to the --upstream servers, e.g. credentials (repeatable; never
+                              echoed or logged)
+  --config FILE               The upstreams as a file: JSON, or YAML when named .yaml/.yml (reading it
+                              needs the optional package yaml: npm install yaml). {"upstreams":[{"name",
+                              "url","dialects","headers","weight","maxStreams","models","aliases"}],
+                              "balance","retries"}; header values may say \${ENV_VAR}. In a pool (a
+                              config, or several --upstream), a server down at start is marked down and
+                              the gateway starts anyway
+  --balance POLICY            How a model's replicas share requests: least-busy (default), round-robin,
+                              prefix (a conversation stays on one replica) or load (the servers' own
+                              queue); over the config's "balance"
+  --retries N                 Other replicas tried before the first byte reaches the client (default 2);
+                              over the config's "retries"
   --upstream-timeout-ms N     Cut an upstream that makes no progress for N ms: no response headers, then
                               no event (keepalive comments do not count); the client gets the dialect's
                               error and an incomplete end (default 300000; 0 = never)
@@ -95,7 +119,10 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     options: {
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string', default: '8080' },
-      upstream: { type: 'string' },
+      upstream: { type: 'string', multiple: true },
+      config: { type: 'string' },
+      balance: { type: 'string' },
+      retries: { type: 'string' },
       'upstream-dialect': { type: 'string' },
       'upstream-header': { type: 'string', multiple: true },
       'upstream-timeout-ms': { type: 'string' },
@@ -135,6 +162,13 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     io.stdout.write(SERVE_HELP);
     return 0;
   }
+  // Checked before anything forks or listens: a bad file or flag is exit 2 naming it.
+  const config = values.config === undefined ? undefined : await readConfigFile(values.config, io.env);
+  const balance = balanceOf(values.balance, config);
+  const retries =
+    values.retries === undefined
+      ? (config?.retries ?? DEFAULT_RETRIES)
+      : integer(values.retries, '--retries');
   // node:cluster and the cluster's code only when workers are asked for (a single process never needs them).
   const clusterServe = values.workers === '1' ? undefined : await import('../../node/cluster-serve.ts');
   const workers = clusterServe === undefined ? 1 : clusterServe.parseWorkerCount(values.workers);
@@ -174,60 +208,56 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       : integer(values['upstream-timeout-ms'], '--upstream-timeout-ms');
   // A stalled upstream is cut rather than kept open forever behind the gateway's keepalives.
   const timeouts = timeoutMs === 0 ? undefined : { connectMs: timeoutMs, idleMs: timeoutMs };
-  let upstream: Upstream;
+  let upstreams: Upstream[];
   let upstreamText: string;
+  /** Each real upstream for the banner and the --json record (none for the simulator). */
+  let summaries: UpstreamSummary[] = [];
+  let downAtStart: string[] = [];
   /** The simulator's own bytes at /sim/<dialect path>: only when the simulator is the upstream. */
   let simRaw: ((request: Request) => Promise<Response> | undefined) | undefined;
   let simRawPrefix = '';
-  if (values.upstream !== undefined) {
-    let url: URL;
-    try {
-      url = new URL(values.upstream);
-    } catch {
-      throw new UsageError(`--upstream is not a URL: ${values.upstream}`);
-    }
-    let dialects: DialectId[];
-    let models: string[] = [];
-    // llama-server (without its router) and TGI answer any model name with the one they run.
-    let anyModelName = false;
-    if (values['upstream-dialect'] !== undefined) {
-      dialects = parseDialectList(values['upstream-dialect']);
-    } else {
-      const probe = await probeUpstream(url.origin, fetch, upstreamHeaders);
-      if (probe.dialects.length === 0) {
-        // What happened (refused, timed out, TLS, 401, a web page, 404 everywhere), then what to do.
-        const problem = unknownServerProblem(
-          url.origin,
-          probe,
-          `pass --upstream-dialect (${DIALECT_IDS.join(', ')})`,
+  const upstreamUrls = values.upstream ?? [];
+  if (upstreamUrls.length > 0 || config !== undefined) {
+    // They apply to --upstream URLs only: with a config alone they would silently do nothing.
+    for (const flag of ['upstream-dialect', 'upstream-header'] as const)
+      if (values[flag] !== undefined && upstreamUrls.length === 0)
+        throw new UsageError(
+          `--${flag} applies to --upstream URLs; for the upstreams of ${values.config} give their "${flag === 'upstream-dialect' ? 'dialects' : 'headers'}" in the file`,
         );
-        // A server that is down is not a usage error (exit 1); the rest is (exit 2).
-        if (problem.connection) throw new Error(problem.message);
-        throw new UsageError(problem.message);
-      }
-      dialects = probe.dialects;
-      models = probe.models;
-      anyModelName = probe.server === 'llamacpp' || probe.server === 'tgi';
-    }
+    const specs: UpstreamSpec[] =
+      config === undefined ? [] : specsFromConfig(config.upstreams, values.config!);
+    const dialects =
+      values['upstream-dialect'] === undefined ? undefined : parseDialectList(values['upstream-dialect']);
+    const taken = new Set(specs.map((spec) => spec.name));
+    upstreamUrls.forEach((text, index) => {
+      const url = upstreamBaseUrl(text, (reason) => {
+        throw new UsageError(`--upstream: ${reason}`);
+      });
+      // host:port[/path]; upstream-N when two are the same.
+      let name = upstreamNameFor(url);
+      if (taken.has(name)) name = `upstream-${index + 1}`;
+      taken.add(name);
+      specs.push({ name, url, dialects, headers: upstreamHeaders, source: '--upstream' });
+    });
     // undici's dispatch to the upstream (node/undici-fetch.ts): no Request, Response or Web Streams per
-    // request or per chunk.
-    upstream = {
-      name: url.host,
-      url: url.origin,
-      dialects,
-      headers: upstreamHeaders,
-      models,
-      anyModelName,
-      fetch: createUndiciFetch(),
+    // request or per chunk. One dispatcher for all upstreams (it pools connections per origin).
+    const resolved = await resolveUpstreams(specs, {
+      pool: specs.length > 1 || config !== undefined,
+      probeFetch: fetch,
+      upstreamFetch: createUndiciFetch(),
       timeouts,
-    };
+    });
+    for (const warning of resolved.warnings) io.stderr.write(`warning: ${warning}\n`);
+    upstreams = resolved.upstreams;
+    summaries = resolved.summaries;
+    downAtStart = resolved.downAtStart;
     // undici's HTTP parser (llhttp, WebAssembly) stays on V8's baseline compiler: TurboFan's recompile
     // of it costs tens of MiB of RSS for no measurable speed. Set before the first connection compiles
     // it. Measured: bench/README.md "Why the code is shaped as it is".
     setFlagsFromString('--liftoff-only');
     // undici is an optional peer dependency: a missing one is said now, not at the first request.
     await loadUndici();
-    upstreamText = `${url.origin} (${dialects.join(', ')})`;
+    upstreamText = summaries.map((summary) => `${summary.url} (${summary.dialects.join(', ')})`).join('; ');
   } else {
     const timing: Record<string, number> = {};
     if (values['sim-tps'] !== undefined) timing.tokensPerSecond = positive(values['sim-tps'], '--sim-tps');
@@ -257,16 +287,18 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
           ? undefined
           : positive(values['sim-context-tokens'], '--sim-context-tokens', true),
     });
-    upstream = {
-      name: 'sim',
-      url: 'http://sim.tokenwire.internal',
-      dialects: DIALECT_IDS,
-      fetch: sim.fetch,
-      models: simModels,
-      timeouts,
-    };
+    upstreams = [
+      {
+        name: 'sim',
+        url: 'http://sim.tokenwire.internal',
+        dialects: DIALECT_IDS,
+        fetch: sim.fetch,
+        models: simModels,
+        timeouts,
+      },
+    ];
     simRaw = simRawRoute(sim.fetch);
-    // Counted, not written: a number in words went stale once already (issue 34 item 10).
+    // Counted, not written: a number in words goes stale.
     upstreamText = `the built-in simulated model (all ${DIALECT_IDS.length} dialects)`;
   }
 
@@ -290,7 +322,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       : await openResumeStore(values['resume-store'], io, resumeBounds(values));
   const telemetry = await startTelemetry(io.env, { log: (line) => io.stderr.write(`${line}\n`) });
   for (const warning of telemetry?.warnings ?? []) io.stderr.write(`warning: ${warning}\n`);
-  // Issue 21: DNS rebinding (allowed hosts), slow bodies and connection floods.
+  // Hardening: DNS rebinding (allowed hosts), slow bodies and connection floods.
   const allowedHosts = allowedHostsFor(values.host, values['allowed-host'] ?? []);
   const bodyTimeoutMs =
     values['body-timeout-ms'] === undefined
@@ -306,7 +338,10 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     streamSlots: security.maxStreams === undefined ? undefined : worker?.streamSlots,
     allowedHosts,
     resumeStore,
-    upstreams: [upstream],
+    upstreams,
+    balance,
+    retries,
+    downAtStart,
     keepaliveMs:
       values['keepalive-ms'] === undefined ? undefined : integer(values['keepalive-ms'], '--keepalive-ms'),
     keepStreamOnDisconnect: values['keep-stream-on-disconnect'],
@@ -316,7 +351,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     // simulator as upstream its raw bytes under /sim/ (the page's wire view).
     fallback: simRaw === undefined ? serveStatic() : chainFallbacks(simRaw, serveStatic()),
     // Failed and refused requests (warn and above) are logged by default, so the request id a 502
-    // names can be found (issue 34 item 7); --log / --log-level show more.
+    // names can be found; --log / --log-level show more.
     onLog: (record) => io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`),
     logLevel,
     logContent: values['log-content'],
@@ -341,7 +376,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const loopback = values.host === '127.0.0.1' || values.host === 'localhost' || values.host === '::1';
   if (values.json) {
     io.stdout.write(
-      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, loopbackOnly: loopback, logLevel, allowedHosts: allowedHosts ?? '*', bodyTimeoutMs, maxConnections, ...securitySummary(security, values['resume-store']) })}\n`,
+      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, upstreams: summaries, balance, retries, loopbackOnly: loopback, logLevel, allowedHosts: allowedHosts ?? '*', bodyTimeoutMs, maxConnections, ...securitySummary(security, values['resume-store']) })}\n`,
     );
   } else {
     io.stdout.write(`${style.bold('tokenwire gateway')} listening on ${style.cyan(served.url)}\n`);
@@ -352,7 +387,16 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
           )
         : style.yellow(`  bound to ${values.host}: reachable from other machines\n`),
     );
-    io.stdout.write(`  upstream: ${upstreamText}\n`);
+    if (summaries.length === 0) io.stdout.write(`  upstream: ${upstreamText}\n`);
+    else {
+      io.stdout.write(
+        `  upstreams (balance ${balance}, ${retries} ${retries === 1 ? 'retry' : 'retries'} before the first byte):\n`,
+      );
+      for (const summary of summaries) io.stdout.write(`    ${upstreamLine(summary)}\n`);
+      for (const summary of summaries)
+        if (summary.down !== undefined)
+          io.stdout.write(style.yellow(`  down at start: ${summary.name} (${summary.down})\n`));
+    }
     if (simRaw !== undefined)
       io.stdout.write(
         `  raw simulator (its own bytes, faults and all): ${served.url}${simRawPrefix}/<dialect path>\n`,
@@ -362,7 +406,9 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       `  try:  curl -N ${served.url}/v1/chat/completions -H 'content-type: application/json' \\\n`,
     );
     // The model the upstream lists first ("sim" for the simulator); a placeholder when it lists none.
-    const tryModel = JSON.stringify(upstream.models?.[0] ?? '<model>').replace(/'/g, "'\\''");
+    const tryModel = JSON.stringify(
+      upstreams.find((u) => (u.models?.length ?? 0) > 0)?.models?.[0] ?? '<model>',
+    ).replace(/'/g, "'\\''");
     io.stdout.write(
       `          -d '{"model":${tryModel},"stream":true,"messages":[{"role":"user","content":"hello"}]}'\n`,
     );
@@ -395,6 +441,38 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     return 1;
   }
   return 0;
+}
+
+/** `--retries` when neither the flag nor the config gives it. */
+const DEFAULT_RETRIES = 2;
+
+/** `--balance`, else the config's `balance`, else least-busy. */
+function balanceOf(flag: string | undefined, config: ServeConfig | undefined): BalancePolicy {
+  if (flag === undefined) return config?.balance ?? 'least-busy';
+  if (!BALANCE_POLICIES.includes(flag as BalancePolicy))
+    throw new UsageError(
+      `--balance must be one of ${BALANCE_POLICIES.join(', ')}, got ${JSON.stringify(flag)}`,
+    );
+  return flag as BalancePolicy;
+}
+
+/** A `--config` file read and checked; serve-config.ts (and the yaml package) loaded only for it. */
+async function readConfigFile(file: string, env: Record<string, string | undefined>): Promise<ServeConfig> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    throw new UsageError(
+      `cannot read --config ${file}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+    );
+  }
+  const { readServeConfig } = await importOptional(
+    'yaml',
+    'The --config file',
+    () => import('../serve-config.ts'),
+  );
+  return readServeConfig(text, file, env);
 }
 
 /** What is logged when neither --log nor --log-level is given: failed and refused requests. */
@@ -501,7 +579,7 @@ function securityLine(security: Security, resumeStore: string | undefined): stri
 }
 
 /** The Redis store is loaded only when asked for (it brings ioredis and its connection). */
-/** --resume-max-streams and --resume-max-streams-per-client (issue 21: one client cannot evict all). */
+/** --resume-max-streams and --resume-max-streams-per-client (one client cannot evict all). */
 function resumeBounds(values: {
   'resume-max-streams'?: string | undefined;
   'resume-max-streams-per-client'?: string | undefined;
@@ -584,7 +662,7 @@ const DEFAULT_MAX_CONNECTIONS = 1024;
 const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
 
 /**
- * The Host names answered (DNS rebinding, issue 21): bound to loopback, the loopback names, the bound
+ * The Host names answered (DNS rebinding): bound to loopback, the loopback names, the bound
  * address and any --allowed-host; bound elsewhere, any Host (undefined) unless --allowed-host is given,
  * then the same list. A rebinding page sends its own domain as Host, never a loopback name.
  */

@@ -1,5 +1,5 @@
 import type { LocalStall, RecordedRead, Recording, RecordingEndKind } from '../../capture/recording.ts';
-import type { FetchLike } from '../../server/upstream.ts';
+import type { FetchLike } from '../../server/upstream/upstream.ts';
 import { redactHeaders } from '../chat/parse-headers.ts';
 
 export interface CaptureOptions {

@@ -1,4 +1,4 @@
-import { callUpstreamAside } from '../upstream-side-call.ts';
+import { callUpstreamAside } from '../upstream/upstream-side-call.ts';
 import { loadFromPrometheus, loadFromSlots } from './load-signal.ts';
 import type { Replica, UpstreamPool } from './upstream-pool.ts';
 

@@ -1,6 +1,6 @@
 import type { DialectId } from '../../dialects/dialect.ts';
 import { listsModel, servesAnyModelName } from '../../dialects/model-not-found.ts';
-import type { Upstream } from '../upstream.ts';
+import type { Upstream } from '../upstream/upstream.ts';
 import { type BalancePolicy, ReplicaChooser } from './choose-replica.ts';
 import type { LoadSignal } from './load-signal.ts';
 import { type CallOutcome, DEFAULT_HEALTH, type HealthOptions, ReplicaHealth } from './replica-health.ts';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { PoolMonitor } from '../../../src/server/pool/pool-monitor.ts';
 import { UpstreamPool } from '../../../src/server/pool/upstream-pool.ts';
-import type { Upstream } from '../../../src/server/upstream.ts';
+import type { Upstream } from '../../../src/server/upstream/upstream.ts';
 import { fixturePath } from '../../helpers/paths.ts';
 
 const upstream = (name: string, extra: Partial<Upstream> = {}): Upstream =>

@@ -1,0 +1,379 @@
+import { runStream } from '../../client/run-stream.ts';
+import type { DialectId } from '../../dialects/dialect.ts';
+import type { Frame } from '../../wire/frame.ts';
+import type { ActiveStream, GatewayContext, Relay } from '../gateway-context.ts';
+import { clientBucket, clientIdentityOf } from '../http/client-identity.ts';
+import { describeUpstreamFailure, withoutAddresses } from '../http/gateway-errors.ts';
+import { PLAIN_TEXT_HEADERS } from '../http/output-format.ts';
+import { directOnlyResponse, takesDirectResponse } from '../http/response-output.ts';
+import type { StreamOutcome } from '../observability/gateway-metrics.ts';
+import type { EndState } from '../observability/request-log.ts';
+import { type FlushPolicy, isCoalescing, TextCoalescer } from '../relay/coalescer.ts';
+import { PlainTextRelay } from '../relay/plain-text-relay.ts';
+import { StreamRelay } from '../relay/stream-relay.ts';
+import { VerbatimFrames } from '../relay/verbatim-frames.ts';
+import { MemoryResumeStore } from '../resume/memory-resume-store.ts';
+import { responseIdFor } from '../routes/responses-cursor.ts';
+import type { Call } from './call.ts';
+import { countTokens, endRequest, upstreamFailed } from './end-request.ts';
+
+/** Same-dialect streams re-encoded unless `sameDialectRelay: 'verbatim'` (see GatewayOptions). */
+const RE_ENCODED_BY_DEFAULT = new Set<DialectId>(['openai-responses', 'anthropic-messages']);
+
+/** One stream's state, in one place: what its handlers read and change while it runs. */
+interface StreamState extends ActiveStream {
+  /** The client disconnected (or cancelled the response body). */
+  left: boolean;
+  /** The gateway aborted the upstream because the client left: the run's `aborted` ending is a cancel. */
+  upstreamStopped: boolean;
+  /** When the first content event arrived (the TTFT). */
+  firstContentAt: number | undefined;
+  /** What the run failed with before the response went out (then answered as an HTTP error). */
+  early: unknown;
+  /** Ends the wait for the upstream's headers; set only during that wait. */
+  wake: (() => void) | undefined;
+  /** With `keepStreamOnDisconnect`: aborts the detached upstream after `detachedTimeoutMs`. */
+  detachTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * The response failed after the upstream call started and before it was returned (the catch below):
+   * the call was aborted and the request answered elsewhere (a 500), so the run's ending is not logged.
+   */
+  abandoned: boolean;
+}
+
+/** A streamed answer: relayed event by event in the client's dialect, from the upstream's first bytes. */
+export async function relayStream(
+  ctx: GatewayContext,
+  call: Call,
+  streamId: string,
+  includePrompt: boolean,
+  flush: FlushPolicy | undefined,
+): Promise<Response> {
+  const { dialect, request, scope, chat, labels, target, runOptions, base, upstreamAbort } = call;
+  const trace = scope.trace;
+  const startedAt = scope.startedAt;
+  const flavor = ctx.options.flavors?.[dialect.id];
+  // What the relay needs of the request, taken now: the closures below live as long as the stream, and
+  // the parsed request (its messages: the whole prompt) is not kept with them.
+  const model = chat.model;
+  const includeUsage = chat.includeUsage === true;
+  // What an answer may echo of the request's sampling (llama.cpp `generation_settings`).
+  const sampling = { seed: chat.seed, temperature: chat.temperature, maxTokens: chat.maxTokens };
+  const echoed = includePrompt ? (chat.prompt ?? chat.messages?.at(-1)?.content ?? '') : '';
+  const sse = scope.format !== 'text' && dialect.framing === 'sse';
+  // The relay is built once the upstream has answered (see below), before any of its events: until
+  // then no relay's set-up stands between the client's request and the upstream's. Undefined before.
+  const state: StreamState = {
+    relay: undefined,
+    verbatim: undefined,
+    coalescer: undefined,
+    upstreamAbort,
+    left: false,
+    upstreamStopped: false,
+    firstContentAt: undefined,
+    early: undefined,
+    wake: undefined,
+    detachTimer: undefined,
+    abandoned: false,
+  };
+  // A same-dialect stream goes to the client as the upstream wrote it (every choice, logprob and extra
+  // field), unless the gateway must rewrite it: plain text, coalescing, an echoed prompt, or a flavor
+  // the operator chose for this dialect.
+  const verbatim =
+    scope.format === 'dialect' &&
+    target.dialect === dialect.id &&
+    flavor === undefined &&
+    !isCoalescing(flush) &&
+    echoed === '' &&
+    (ctx.options.sameDialectRelay === 'verbatim' ||
+      (ctx.options.sameDialectRelay === undefined && !RE_ENCODED_BY_DEFAULT.has(dialect.id)));
+  // The gateway asks an OpenAI upstream for usage itself; a client that did not ask does not get it.
+  const dropUsageOnly =
+    !includeUsage && (dialect.id === 'openai-chat' || dialect.id === 'openai-completions');
+  // When the upstream is aborted: as soon as the client leaves; with `keepStreamOnDisconnect`, only
+  // after `detachedTimeoutMs` (the stream goes on into the store for a resume). `close()` aborts it too.
+  const clientGone = () => {
+    if (state.left) return;
+    state.left = true;
+    state.relay?.clientLeft();
+    trace?.clientLeft();
+    if (ctx.options.keepStreamOnDisconnect === true) {
+      state.detachTimer ??= setTimeout(() => upstreamAbort.abort(), ctx.options.detachedTimeoutMs ?? 60000);
+      return;
+    }
+    state.upstreamStopped = true;
+    upstreamAbort.abort();
+  };
+  // Only the signal is kept: the Request (headers, URL, spent body) can go once the response is out.
+  const clientSignal = request.signal;
+  clientSignal.addEventListener('abort', clientGone, { once: true });
+  const responseHeaders = (): Record<string, string> =>
+    scope.format === 'text'
+      ? Object.assign({}, PLAIN_TEXT_HEADERS, { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' })
+      : Object.assign(dialect.responseHeaders(flavor), {
+          'cache-control': 'no-cache',
+          'x-accel-buffering': 'no',
+          'x-tokenwire-stream-id': streamId,
+        });
+  // Who opened the stream: only the same key resumes it; its bucket bounds its share.
+  const identity = clientIdentityOf(request);
+  const owner = identity.owner;
+  // A Responses stream's id names its stream (responses-cursor.ts); `store: false` is kept
+  // for resume only (NO_STORE_RETAIN_MS).
+  const responseId = dialect.id === 'openai-responses' ? responseIdFor(streamId) : undefined;
+  const noStore = chat.store === false ? true : undefined;
+  const client = clientBucket(identity);
+  const openInStore = (headers: Record<string, string>) =>
+    ctx.store.open(streamId, {
+      dialect: dialect.id,
+      flavor,
+      headers,
+      model,
+      createdAt: Date.now(),
+      owner,
+      client,
+      noStore,
+    });
+  // When the store registers the stream: always before its first frame. The in-memory store registers
+  // it as it is called, so it is opened once the upstream has answered, with the relay (nothing then
+  // stands before the upstream request). Another store may answer later than the upstream, so it is
+  // opened, and awaited, here, before the upstream is called.
+  const openLate = sse && ctx.store instanceof MemoryResumeStore;
+  let headers: Record<string, string> | undefined;
+  if (sse && !openLate) {
+    headers = responseHeaders();
+    await openInStore(headers);
+  }
+  const streamRelay = (): StreamRelay => {
+    const relay = new StreamRelay({
+      streamId,
+      dialect,
+      encoder: dialect.createEncoder({ flavor, includeUsage, model, id: responseId, sampling }),
+      store: ctx.store,
+      retryMs: ctx.retryMs,
+      now: ctx.now,
+      onCancel: () => clientGone(),
+    });
+    if (verbatim) {
+      state.verbatim = {
+        frames: new VerbatimFrames((data, kind) => relay.payload(data, kind), dropUsageOnly),
+        relay,
+      };
+    }
+    return relay;
+  };
+  const startRelay = (): Relay => {
+    const started: Relay =
+      scope.format === 'text'
+        ? new PlainTextRelay({ now: ctx.now, onCancel: () => clientGone() })
+        : streamRelay();
+    // The gateway coalesces itself (not the relay), so the echoed prompt is never merged into the answer.
+    state.coalescer = isCoalescing(flush)
+      ? new TextCoalescer(flush, (event) => started.event(event))
+      : undefined;
+    state.relay = started;
+    if (state.left) started.clientLeft();
+    // `stream_options.include_prompt`: the prompt as the stream's first content, in the route's own
+    // text shape (vLLM's `echo`: the last message's content, right after the role chunk). Written past
+    // the event accounting, so it counts in no TTFT, token count or log line.
+    if (echoed !== '') started.event({ type: 'text', text: echoed });
+    return started;
+  };
+
+  ctx.active.add(state);
+  ctx.metrics.active.add(labels, 1);
+  // One handler on the run for the whole stream (each extra then/race/finally would stay attached to
+  // every open stream). Until the response is returned (and the relay built), a failure is early: it
+  // goes back as an HTTP error.
+  const run = runStream(
+    target,
+    // An error status is not "ready": the run rejects with it right after, and it is passed on as such.
+    Object.assign({}, runOptions, {
+      onResponse: (response: Response) => (response.ok ? state.wake?.() : undefined),
+      onFrame: verbatim ? (frame: Frame) => state.verbatim?.frames.frame(frame) : undefined,
+    }),
+    {
+      onEvent: (event) => {
+        if (
+          state.firstContentAt === undefined &&
+          (event.type === 'text' ||
+            (event.type === 'reasoning' && event.text !== '') ||
+            event.type === 'tool-call-delta')
+        ) {
+          state.firstContentAt = ctx.now();
+          trace?.firstToken(state.firstContentAt - startedAt);
+        }
+        if (state.verbatim !== undefined) state.verbatim.frames.event(event);
+        else if (event.type === 'error')
+          return; // written once, as the stream's ending
+        else if (state.coalescer !== undefined) state.coalescer.push(event);
+        else state.relay!.event(event);
+      },
+      afterChunk: () => {
+        state.verbatim?.frames.flush();
+        state.relay!.flushEncoder();
+      },
+      backpressure: () => state.relay!.backpressure(),
+      consumer: upstreamAbort,
+    },
+  );
+  const streamLog = sse ? streamId : undefined;
+  const ended = () => {
+    if (state.detachTimer !== undefined) clearTimeout(state.detachTimer);
+    clientSignal.removeEventListener('abort', clientGone);
+    ctx.finish(state, labels);
+  };
+  run.then(
+    (result) => {
+      if (state.abandoned) return ended();
+      // The upstream answered, so the relay was built (after the wait below, or its timeout).
+      const relay = state.relay!;
+      try {
+        trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? ctx.now() - startedAt);
+        state.coalescer?.flush();
+        relay.flushEncoder();
+        let outcome: StreamOutcome;
+        let endState: EndState;
+        let closing: 'complete' | 'failed' | 'cancelled';
+        const relayed = state.verbatim;
+        if (result.complete) {
+          // A verbatim stream's ending (its `[DONE]`, `done: true` line…) was the upstream's own.
+          if (relayed !== undefined) {
+            relayed.frames.flush();
+            relayed.relay.endAsRelayed();
+          } else relay.end(result);
+          outcome = 'completed';
+          endState = result.truncated ? 'truncated' : 'completed';
+          closing = 'complete';
+          if (result.truncated) ctx.metrics.truncated.inc(labels);
+        } else if (result.incomplete === 'aborted' && state.upstreamStopped) {
+          relay.abort();
+          outcome = 'cancelled';
+          endState = 'cancelled';
+          closing = 'cancelled';
+        } else if (relayed !== undefined && result.incomplete === 'server-error' && relayed.frames.sawError) {
+          // The upstream wrote its own error event, which went on as it was: nothing to add.
+          relayed.frames.flush();
+          relayed.relay.endAsRelayed();
+          outcome = 'error';
+          endState = outcome;
+          closing = 'failed';
+        } else {
+          // A refused payload is not passed on; anything else the upstream wrote before the failure is.
+          if (result.incomplete === 'malformed') relayed?.frames.discard();
+          else relayed?.frames.flush();
+          relay.fail(
+            {
+              message: `the upstream failed: ${withoutAddresses(result.error?.message ?? result.incomplete ?? 'the stream failed')} (request id ${scope.requestId})`,
+              status: result.error?.status ?? 502,
+              errorType: result.error?.errorType,
+            },
+            result,
+          );
+          outcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
+          endState = outcome;
+          closing = 'failed';
+        }
+        if (sse) ctx.store.close(streamId, closing).catch(() => {});
+        ctx.metrics.streams.inc(ctx.labelSets.with(labels, 'outcome', outcome));
+        countTokens(ctx, labels, result);
+        const ttftMs = state.firstContentAt === undefined ? undefined : state.firstContentAt - startedAt;
+        if (ttftMs !== undefined) ctx.metrics.ttft.observe(labels, ttftMs / 1000);
+        ctx.metrics.interChunk.observeEach(labels, result.metrics.interChunkMs, 1 / 1000);
+        ctx.metrics.duration.observe(labels, (ctx.now() - startedAt) / 1000);
+        endRequest(
+          ctx,
+          scope,
+          Object.assign({}, base, {
+            status: 200,
+            outcome,
+            result,
+            endState,
+            ttftMs,
+            firstContentAt: state.firstContentAt,
+            streamId: streamLog,
+          }),
+        );
+      } finally {
+        ended();
+      }
+    },
+    (error: unknown) => {
+      if (state.abandoned) return ended();
+      if (state.relay === undefined) {
+        state.early = error ?? new Error('upstream failed');
+        state.wake?.();
+        return;
+      }
+      const relay = state.relay;
+      try {
+        state.coalescer?.flush();
+        state.verbatim?.frames.flush();
+        relay.fail({
+          message: `${describeUpstreamFailure(error).message} (request id ${scope.requestId})`,
+          status: 502,
+        });
+        if (sse) ctx.store.close(streamId, 'failed').catch(() => {});
+        ctx.metrics.streams.inc(ctx.labelSets.with(labels, 'outcome', 'error'));
+        endRequest(
+          ctx,
+          scope,
+          Object.assign({}, base, {
+            status: 200,
+            outcome: 'error' as const,
+            error,
+            endState: 'error' as const,
+            streamId: streamLog,
+          }),
+        );
+      } finally {
+        ended();
+      }
+    },
+  );
+
+  // Any failure from here until the response is returned (the store, the relay's set-up) comes after
+  // the upstream call started: the call is aborted and the stream ended at once, so no generation runs
+  // on for nobody and no stream slot stays held; the request is answered with a 500.
+  let opened = sse && !openLate;
+  try {
+    // Pass the upstream's own HTTP errors on as such when they come quickly; never wait for a token.
+    if (state.early === undefined) {
+      let waitTimer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        state.wake = resolve;
+        waitTimer = setTimeout(resolve, ctx.headersWaitMs);
+      });
+      clearTimeout(waitTimer);
+      state.wake = undefined;
+    }
+    if (state.early !== undefined) {
+      ctx.finish(state, labels);
+      if (opened) ctx.store.close(streamId, 'failed').catch(() => {});
+      clientSignal.removeEventListener('abort', clientGone);
+      return upstreamFailed(ctx, call, state.early);
+    }
+    // When the response headers go out: here, with the returned Response, once the upstream answered
+    // with an OK status (or `upstreamHeadersWaitMs` passed without a failure). From now on a failure is
+    // the stream's own ending, written by the run's handlers above.
+    headers ??= responseHeaders();
+    if (openLate) {
+      opened = true;
+      void openInStore(headers);
+    }
+    const relay = startRelay();
+
+    // An adapter that writes to the socket itself (node/serve.ts) needs no ReadableStream.
+    return takesDirectResponse(request)
+      ? directOnlyResponse(relay.direct, { status: 200, headers })
+      : new Response(relay.body, { status: 200, headers });
+  } catch (error) {
+    state.abandoned = true;
+    state.upstreamStopped = true;
+    upstreamAbort.abort();
+    ctx.finish(state, labels);
+    clientSignal.removeEventListener('abort', clientGone);
+    if (opened) ctx.store.close(streamId, 'failed').catch(() => {});
+    throw error;
+  }
+}
