@@ -16,10 +16,11 @@ import { randomStreamId } from './http/stream-id.ts';
 import type { GatewayMetrics } from './observability/gateway-metrics.ts';
 import type { RequestTelemetry } from './observability/gateway-telemetry.ts';
 import { redactUrls } from './observability/request-log.ts';
+import { PoolMonitor } from './pool/pool-monitor.ts';
 import { admitRequest } from './request/admit-request.ts';
 import { answerWhole, answerWholeAsIs } from './request/answer-whole.ts';
-import { endRequest } from './request/end-request.ts';
-import { readRequest } from './request/read-request.ts';
+import { endRequest, TRY_ANOTHER_REPLICA } from './request/end-request.ts';
+import { type ReadRequest, readRequest, routeRequest } from './request/read-request.ts';
 import { relayStream } from './request/relay-stream.ts';
 import { upstreamCall } from './request/upstream-call.ts';
 import { ollamaTags, openAiModelList } from './routes/model-lists.ts';
@@ -51,6 +52,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   if (options.upstreams.length === 0) throw new TypeError('createGateway needs at least one upstream');
   const ctx = new GatewayContext(options);
   const { metrics, labelSets, now, store, keepaliveMs, retryMs, maxBodyBytes, telemetry, active } = ctx;
+
+  // Each upstream's health route (and its load, for `balance: 'load'`), asked on an interval when there
+  // are replicas to choose among.
+  const healthIntervalMs = options.healthIntervalMs ?? (options.upstreams.length > 1 ? 5000 : 0);
+  const monitor =
+    healthIntervalMs > 0 ? new PoolMonitor(ctx.pool, { scrapeLoad: ctx.pool.balance === 'load' }) : undefined;
+  monitor?.start(healthIntervalMs);
 
   let ticker: ReturnType<typeof setInterval> | undefined;
   if (keepaliveMs > 0) {
@@ -98,6 +106,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     try {
       response.headers.set('x-request-id', requestId);
+      // Which replica answered, and which failed before it (names, never addresses).
+      if (scope.upstream !== undefined) response.headers.set('x-tokenwire-upstream', scope.upstream);
+      if (scope.attempts !== undefined)
+        response.headers.set('x-tokenwire-attempts', [...scope.attempts, scope.upstream ?? ''].join(', '));
       if (scope.dropped !== undefined) response.headers.set('x-tokenwire-dropped-params', scope.dropped);
     } catch (error) {
       // A response that cannot go out as it is: given up (its stream ends, its upstream is aborted,
@@ -119,14 +131,33 @@ export function createGateway(options: GatewayOptions): Gateway {
   ): Promise<Response> {
     const refused = admitRequest(ctx, dialect, request, target, scope);
     if (refused !== undefined) return refused;
-    const read = await readRequest(ctx, dialect, request, scope);
+    let read = await readRequest(ctx, dialect, request, scope);
     if (read instanceof Response) return read;
-    const labels = labelSets.of(dialect.id, read.upstream.name);
-    metrics.requests.inc(labels);
     // TGI's `POST /` streams only with `stream: true`; its /generate_stream always streams. Plain text
     // always streams: that is what it is for.
     const wantsStream =
       scope.format === 'text' || (read.chat.stream ?? (tgiRoot ? false : STREAMS_BY_DEFAULT.has(dialect.id)));
+    for (;;) {
+      const answer = await answerGeneration(dialect, request, scope, tgiRoot, read, wantsStream);
+      if (answer !== TRY_ANOTHER_REPLICA) return answer;
+      // The attempt failed before the first byte and another replica takes the request (end-request.ts).
+      const next = routeRequest(ctx, dialect, scope, read.routing);
+      if (next instanceof Response) return next;
+      read = next;
+    }
+  }
+
+  /** One attempt: the upstream call set up on the read request's replica, and answered. */
+  async function answerGeneration(
+    dialect: Dialect,
+    request: IncomingRequest,
+    scope: Scope,
+    tgiRoot: boolean,
+    read: ReadRequest,
+    wantsStream: boolean,
+  ): Promise<Response> {
+    const labels = labelSets.of(dialect.id, read.upstream.name);
+    metrics.requests.inc(labels);
     const streamId = wantsStream ? randomStreamId() : undefined;
     const setUp = upstreamCall(ctx, dialect, request, scope, read, labels, streamId);
     // Set up at once unless the server's chat template had to be read first (upstream-call.ts).
@@ -252,6 +283,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }),
     close: async () => {
       ctx.closing = true;
+      monitor?.stop();
       if (ticker !== undefined) clearInterval(ticker);
       for (const stream of active) {
         stream.coalescer?.flush();

@@ -8,6 +8,7 @@ import { GatewayMetrics } from './observability/gateway-metrics.ts';
 import { GatewayTelemetry, type RequestTelemetry } from './observability/gateway-telemetry.ts';
 import type { LogLevel } from './observability/request-log.ts';
 import { RouteLabelSets } from './observability/route-label-sets.ts';
+import { type Lease, UpstreamPool } from './pool/upstream-pool.ts';
 import type { TextCoalescer } from './relay/coalescer.ts';
 import type { StreamRelay } from './relay/stream-relay.ts';
 import type { VerbatimFrames } from './relay/verbatim-frames.ts';
@@ -49,6 +50,12 @@ export interface Scope {
   trace: RequestTelemetry | undefined;
   /** Request fields dropped because the upstream's dialect has no counterpart (`drop_params`). */
   dropped?: string | undefined;
+  /** The request's hold on the replica answering it: released once, when the request ends. */
+  lease?: Lease | undefined;
+  /** The replica answering the request, by name (`x-tokenwire-upstream`). */
+  upstream?: string | undefined;
+  /** The replicas tried before the one answering (named in `x-tokenwire-attempts`). */
+  attempts?: string[] | undefined;
 }
 
 /**
@@ -68,6 +75,10 @@ export class GatewayContext {
   readonly headersWaitMs: number;
   readonly logLevel: LogLevel;
   readonly telemetry: GatewayTelemetry | undefined;
+  /** The upstreams, grouped by model, with their health and load: which one answers a request. */
+  readonly pool: UpstreamPool;
+  /** Further replicas a request may go to before its first byte reaches the client. */
+  readonly retries: number;
   /** The streams being relayed now. */
   readonly active = new Set<ActiveStream>();
   /** Set by `close()`: new requests get 503. */
@@ -83,6 +94,11 @@ export class GatewayContext {
     this.headersWaitMs = options.upstreamHeadersWaitMs ?? 1000;
     this.logLevel = options.logLevel ?? 'info';
     this.telemetry = options.telemetry === undefined ? undefined : new GatewayTelemetry(options.telemetry);
+    this.pool = new UpstreamPool(options.upstreams, { balance: options.balance });
+    this.retries = options.retries ?? 2;
+    const now = Date.now();
+    for (const name of options.downAtStart ?? [])
+      this.pool.replicas.find((replica) => replica.name === name)?.health.probed('down', now);
   }
 
   /** The stream is no longer open (counted once, however it ended). */

@@ -8,7 +8,10 @@ import type { Upstream } from './upstream/upstream.ts';
 
 /** What `createGateway()` takes (create-gateway.ts); read by every stage through `GatewayContext.options`. */
 export interface GatewayOptions {
-  /** The servers behind the gateway; requests go to the first that serves the model (else the first). */
+  /**
+   * The servers behind the gateway. A request goes to one of those that serve its model, chosen by
+   * `balance` among those healthy and under their stream cap (server/pool/).
+   */
   upstreams: readonly Upstream[];
   /** How a model's replicas share its requests (`--balance`). Default `least-busy`. */
   balance?: BalancePolicy | undefined;
@@ -16,6 +19,11 @@ export interface GatewayOptions {
   retries?: number | undefined;
   /** Names of upstreams found down at start (their probe failed): the pool starts them as down. */
   downAtStart?: readonly string[] | undefined;
+  /**
+   * How often each upstream's own health route is asked (and, with `balance: 'load'`, its load read).
+   * Default 5000 with more than one upstream, none with one; 0 turns the checks off.
+   */
+  healthIntervalMs?: number | undefined;
   /** Keepalive comment after this much silence on an SSE stream, before the first token too. Default 15000; 0 turns them off. */
   keepaliveMs?: number | undefined;
   /** `retry:` advice written at the start of every SSE stream. Default 3000. */

@@ -12,6 +12,12 @@ export class GatewayMetrics {
   readonly requests = this.registry.register(
     new Counter('tokenwire_requests_total', 'Requests received, by route and upstream.'),
   );
+  readonly retries = this.registry.register(
+    new Counter(
+      'tokenwire_upstream_retries_total',
+      'Requests sent to another replica after a failure before their first byte, by route, the replica that failed and how.',
+    ),
+  );
   readonly rejected = this.registry.register(
     new Counter('tokenwire_rejected_total', 'Requests refused before streaming, by route and status.'),
   );

@@ -101,6 +101,18 @@ export class ReplicaHealth {
     if (this.#state !== 'cooling') this.report('unreachable', now);
   }
 
+  /**
+   * The server asked to be left alone for `ms` (a 429's or 503's `Retry-After`): out of rotation that
+   * long, then on trial, without counting as a cooldown in a row.
+   */
+  backOff(ms: number, now: number): void {
+    if (ms <= 0) return;
+    const until = this.#state === 'cooling' ? this.#coolUntil : 0;
+    this.#state = 'cooling';
+    this.#failures = 0;
+    this.#coolUntil = Math.max(until, now + ms);
+  }
+
   #cool(now: number): void {
     const { cooldownMs, maxCooldownMs } = this.#options;
     this.#cooldowns += 1;

@@ -39,8 +39,13 @@ export class Replica {
 
   /** Whether it may take one more request at `now`: healthy (or on trial) and under its stream cap. */
   available(now: number): boolean {
+    return this.underCap() && this.health.available(now);
+  }
+
+  /** Under its stream cap (`Upstream.maxStreams`), or with none. */
+  underCap(): boolean {
     const cap = this.upstream.maxStreams;
-    return (cap === undefined || this.inFlight < cap) && this.health.available(now);
+    return cap === undefined || this.inFlight < cap;
   }
 }
 
@@ -110,7 +115,8 @@ export class UpstreamPool {
   /**
    * A lease on the replica that takes this request: among `serving(model, client)`, those available now
    * and not in `tried` (earlier attempts of the same request), chosen by the policy (`key`: the
-   * conversation's, for `prefix`). Undefined when none is available.
+   * conversation's, for `prefix`); when every one is cooling down, the cooling ones. Undefined when
+   * none can take it (loading, at their stream caps, or all tried).
    */
   acquire(
     model: string | undefined,
@@ -119,9 +125,13 @@ export class UpstreamPool {
     tried?: ReadonlySet<Replica>,
   ): Lease | undefined {
     const now = this.#now();
-    const candidates = this.serving(model, client).filter(
-      (replica) => replica.available(now) && !(tried?.has(replica) ?? false),
-    );
+    const untried = this.serving(model, client).filter((replica) => !(tried?.has(replica) ?? false));
+    let candidates = untried.filter((replica) => replica.available(now));
+    // Every replica cooling down: rather than refuse, the cooling ones take requests again (a model with
+    // one replica keeps being served; a failure a client provoked cannot shut others out). Loading
+    // models and stream caps still hold.
+    if (candidates.length === 0)
+      candidates = untried.filter((replica) => replica.underCap() && replica.health.state(now) !== 'loading');
     const replica = this.#chooser.choose(candidates, key);
     if (replica === undefined) return undefined;
     return this.lease(replica);

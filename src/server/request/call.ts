@@ -6,6 +6,7 @@ import type { Scope } from '../gateway-context.ts';
 import type { IncomingRequest } from '../http/incoming-request.ts';
 import type { Upstream } from '../upstream/upstream.ts';
 import type { RequestEnd } from './request-end.ts';
+import type { Routing } from './routing.ts';
 
 /**
  * A generation request, read, mapped and routed, with its upstream call set up: what answering it
@@ -26,4 +27,6 @@ export interface Call {
   upstreamAbort: AbortController;
   /** The client's body as it came (less the gateway's own extensions): what a same-dialect upstream gets. */
   clientBody: Record<string, unknown>;
+  /** What routing the request again needs (another replica, before the first byte). */
+  routing: Routing;
 }

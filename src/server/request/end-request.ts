@@ -6,6 +6,8 @@ import { errorMessage, errorResponse, upstreamFailureResponse } from '../http/ga
 import type { OutputFormat } from '../http/output-format.ts';
 import { abbreviatedStreamId } from '../http/stream-id.ts';
 import { type LogLevel, levelOf, logs, type RequestLog, redactUrls } from '../observability/request-log.ts';
+import { attemptFailure } from '../pool/attempt-failure.ts';
+import { callOutcome } from '../pool/call-outcome.ts';
 import type { Call } from './call.ts';
 import type { RequestEnd } from './request-end.ts';
 
@@ -16,6 +18,17 @@ import type { RequestEnd } from './request-end.ts';
  * answer, or a stream's ending (relay-stream.ts).
  */
 export function endRequest(ctx: GatewayContext, scope: Scope, end: RequestEnd): void {
+  const lease = scope.lease;
+  if (lease !== undefined) {
+    // The replica hears how its call went; a failure of the gateway's own (no upstream in the end
+    // record) is not the replica's.
+    scope.lease = undefined;
+    lease.release(
+      end.upstream === undefined && end.result === undefined
+        ? 'ok'
+        : callOutcome(end.status, end.error, end.result),
+    );
+  }
   const figures = endFigures(end, scope.startedAt, ctx.now());
   scope.trace?.end({
     status: end.status,
@@ -56,6 +69,8 @@ export function rejectRequest(
 
 /** An upstream that failed before its stream began: counted, ended, and answered as an HTTP error. */
 export function upstreamFailed(ctx: GatewayContext, call: Call, error: unknown): Response {
+  const retry = anotherReplica(ctx, call, error);
+  if (retry !== undefined) return retry;
   const { dialect, scope, labels } = call;
   ctx.metrics.streams.inc(ctx.labelSets.with(labels, 'outcome', 'error'));
   const response = upstreamFailureResponse(dialect, scope.format, error, scope.requestId);
@@ -70,6 +85,39 @@ export function upstreamFailed(ctx: GatewayContext, call: Call, error: unknown):
     }),
   );
   return response;
+}
+
+/**
+ * Answered by the request stage instead of a failure when the request goes to another replica: the
+ * answering stage returns it, and create-gateway.ts routes the request again (to `call.routing.next`).
+ * Never sent.
+ */
+export const TRY_ANOTHER_REPLICA: Response = new Response(null, { status: 599 });
+
+/**
+ * Whether a failure before the first byte reached the client sends the request to another replica:
+ * the failure is one another replica may not have (`attemptFailure`: refused, reset, a connect timeout,
+ * 429/502/503/504), the request has attempts left (`retries`), its client is still there, and another
+ * replica of its model can take it now. Then the failed replica hears how its call went (a 429's or
+ * 503's `Retry-After` keeps it out that long), the attempt is named for `x-tokenwire-attempts` and
+ * counted, and the next replica's lease waits in `call.routing.next`.
+ */
+function anotherReplica(ctx: GatewayContext, call: Call, error: unknown): Response | undefined {
+  const { scope, routing } = call;
+  const failure = attemptFailure(error);
+  const lease = scope.lease;
+  if (failure === undefined || !failure.retryable || lease === undefined) return undefined;
+  if ((scope.attempts?.length ?? 0) >= ctx.retries || call.request.signal.aborted) return undefined;
+  routing.tried.add(lease.replica);
+  const next = ctx.pool.acquire(routing.model, call.dialect.id, routing.key, routing.tried);
+  if (next === undefined) return undefined;
+  scope.lease = undefined;
+  lease.release(failure.outcome);
+  if (failure.retryAfterMs !== undefined) lease.replica.health.backOff(failure.retryAfterMs, Date.now());
+  (scope.attempts ??= []).push(lease.replica.name);
+  ctx.metrics.retries.inc({ route: call.dialect.id, upstream: lease.replica.name, outcome: failure.outcome });
+  routing.next = next;
+  return TRY_ANOTHER_REPLICA;
 }
 
 /** An answer's token counts, by who counted them. */

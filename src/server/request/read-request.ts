@@ -9,11 +9,15 @@ import type { ChatRequest } from '../../events/chat-request.ts';
 import type { GatewayContext, Scope } from '../gateway-context.ts';
 import type { IncomingRequest } from '../http/incoming-request.ts';
 import { BodyError, readJsonBody } from '../http/read-body.ts';
+import { conversationKey } from '../pool/prefix-key.ts';
+import type { Lease, Replica } from '../pool/upstream-pool.ts';
 import type { FlushPolicy } from '../relay/coalescer.ts';
 import { pickUpstreamDialect, type Upstream } from '../upstream/upstream.ts';
-import { upstreamForModel } from '../upstream/upstream-for-model.ts';
 import { endRequest, rejectRequest } from './end-request.ts';
 import { readStreamExtensions } from './read-stream-extensions.ts';
+import type { Routing } from './routing.ts';
+
+export type { Routing } from './routing.ts';
 
 /** A generation request's body, read and mapped, with the upstream that will answer it. */
 export interface ReadRequest {
@@ -26,6 +30,10 @@ export interface ReadRequest {
   flush: FlushPolicy | undefined;
   upstream: Upstream;
   upstreamDialect: Dialect;
+  /** The request's hold on its replica (released when the request ends, or when it goes to another). */
+  lease: Lease;
+  /** What the request needs to be routed again (another replica, before the first byte). */
+  routing: Routing;
 }
 
 /**
@@ -59,24 +67,66 @@ export async function readRequest(
     if (error instanceof RequestError) return rejectRequest(ctx, dialect, scope, error.status, error.message);
     throw error;
   }
-  const upstream = upstreamForModel(ctx.options.upstreams, chat.model, dialect.id);
-  if (upstream === undefined) {
+  const routing: Routing = {
+    model: chat.model,
+    key: ctx.pool.balance === 'prefix' ? conversationKey(chat) : undefined,
+    dropAllowed,
+    body,
+    chat,
+    includePrompt,
+    flush,
+    tried: new Set(),
+  };
+  return routeRequest(ctx, dialect, scope, routing);
+}
+
+/**
+ * The replica that answers a read request, and what its dialect makes of the request: a lease from the
+ * pool (the policy's choice among the replicas that serve the model and may take a request now, less
+ * those it tried; or the one taken for it when an attempt failed), the model under the replica's own name, the upstream dialect, and what that
+ * dialect cannot carry refused (a 400 naming the fields) or dropped when allowed (named in
+ * `scope.dropped`). Returns the answer instead when there is one: the client's server's "model not
+ * found" when no replica serves the model, a 503 when none can take it now, Ollama's load-only answer.
+ */
+export function routeRequest(
+  ctx: GatewayContext,
+  dialect: Dialect,
+  scope: Scope,
+  routing: Routing,
+): ReadRequest | Response {
+  const { model, dropAllowed, includePrompt, flush } = routing;
+  const serving = ctx.pool.serving(model, dialect.id);
+  if (serving.length === 0) {
     // Every upstream lists its models and none has this one: the client's server would say so.
-    const missing = modelNotFound(dialect, chat.model ?? '');
+    const missing = modelNotFound(dialect, model ?? '');
     return rejectRequest(ctx, dialect, scope, missing.status, missing.message, missing.errorType);
   }
-  // TGI and llama-server requests name no model: they mean the one the server runs.
-  if (chat.model === undefined && upstream.models?.[0] !== undefined) chat.model = upstream.models[0];
+  const lease = routing.next ?? ctx.pool.acquire(model, dialect.id, routing.key, routing.tried);
+  routing.next = undefined;
+  if (lease === undefined) return noReplicaFree(ctx, dialect, scope, model, serving);
+  const upstream = lease.replica.upstream;
+  let body = routing.body;
+  let chat = routing.chat;
+  const serverModel = model === undefined ? undefined : upstream.aliases?.[model];
+  if (serverModel !== undefined) {
+    // A public name (an alias): the server gets its own name. Spread, not Object.assign: client JSON.
+    body = { ...body, model: serverModel };
+    chat = Object.assign({}, chat, { model: serverModel });
+  } else if (model === undefined && upstream.models?.[0] !== undefined) {
+    // TGI and llama-server requests name no model: they mean the one the server runs.
+    chat = Object.assign({}, chat, { model: upstream.models[0] });
+  }
   const upstreamDialect = getDialect(pickUpstreamDialect(upstream, dialect.id, chat));
   // Ollama's load-only request (a generate with no prompt, a chat with no messages) has no counterpart
   // elsewhere: answered as Ollama answers it, without calling an upstream of another dialect.
   if (chat.loadOnly === true && !upstreamDialect.id.startsWith('ollama') && dialect.id.startsWith('ollama')) {
+    lease.release('ok');
     endRequest(ctx, scope, { route: dialect.id, status: 200, outcome: 'non-stream' });
-    const model = chat.model ?? 'unknown';
+    const loaded = chat.model ?? 'unknown';
     const answer =
       dialect.id === 'ollama-chat'
-        ? ollamaChatLoadAnswer(model, ollamaCreatedAt(Date.now()))
-        : ollamaGenerateLoadAnswer(model, ollamaCreatedAt(Date.now()));
+        ? ollamaChatLoadAnswer(loaded, ollamaCreatedAt(Date.now()))
+        : ollamaGenerateLoadAnswer(loaded, ollamaCreatedAt(Date.now()));
     return new Response(JSON.stringify(answer), {
       status: 200,
       headers: { 'content-type': 'application/json; charset=utf-8' },
@@ -86,6 +136,7 @@ export async function readRequest(
   // (then named in a response header).
   const lost = untranslatableFields(chat, dialect.id, upstreamDialect.id);
   if (lost.length > 0 && !dropAllowed) {
+    lease.release('ok');
     return rejectRequest(
       ctx,
       dialect,
@@ -98,8 +149,47 @@ export async function readRequest(
   // Hints (Ollama `keep_alive`, earlier reasoning sent back) are dropped whatever `drop_params` says,
   // and named all the same.
   const dropped = droppedHints(chat, dialect.id, upstreamDialect.id).concat(lost);
-  if (dropped.length > 0) scope.dropped = droppedParamsHeader(dropped);
-  return { body, chat, includePrompt, flush, upstream, upstreamDialect };
+  scope.dropped = dropped.length > 0 ? droppedParamsHeader(dropped) : undefined;
+  scope.lease = lease;
+  scope.upstream = upstream.name;
+  return { body, chat, includePrompt, flush, upstream, upstreamDialect, lease, routing };
+}
+
+/**
+ * Every replica that serves the model is cooling down after failures, loading its model, or at its
+ * stream cap: a 503 in the dialect's shape naming each (by name, never address), with `Retry-After`
+ * until the first cooldown ends.
+ */
+function noReplicaFree(
+  ctx: GatewayContext,
+  dialect: Dialect,
+  scope: Scope,
+  model: string | undefined,
+  serving: readonly Replica[],
+): Response {
+  const now = Date.now();
+  const why = serving.map((replica) => `${replica.name} (${replicaState(replica, now)})`).join(', ');
+  const ends = serving.map((replica) => replica.health.coolUntil).filter((at) => at > now);
+  const retryAfter = ends.length === 0 ? 1 : Math.max(1, Math.ceil((Math.min(...ends) - now) / 1000));
+  const response = rejectRequest(
+    ctx,
+    dialect,
+    scope,
+    503,
+    `no upstream can take a request${model === undefined ? '' : ` for ${model}`} now: ${why}`,
+    'server_error',
+  );
+  response.headers.set('retry-after', String(retryAfter));
+  return response;
+}
+
+function replicaState(replica: Replica, now: number): string {
+  const state = replica.health.state(now);
+  if (state === 'cooling')
+    return `cooling down after ${replica.health.lastFailure ?? 'failures'}, ${Math.ceil((replica.health.coolUntil - now) / 1000)} s left`;
+  if (state === 'loading') return 'loading its model';
+  if (state === 'trial') return 'on trial after a cooldown';
+  return `at its limit of ${replica.upstream.maxStreams} streams`;
 }
 
 /** Field-name characters a header value carries as they are (RFC 3986 unreserved). */

@@ -91,5 +91,6 @@ function setUp(
     base,
     upstreamAbort,
     clientBody: body,
+    routing: read.routing,
   };
 }

@@ -56,15 +56,25 @@ describe('UpstreamPool', () => {
     second.release('unreachable');
     assert.equal(b!.inFlight, 0, 'a lease is released once');
     assert.equal(b!.failures.unreachable, 1);
-    assert.equal(pool.acquire(undefined, 'openai-chat')?.replica, a, 'b cools down');
+    const onA = pool.acquire(undefined, 'openai-chat');
+    assert.equal(onA?.replica, a, 'b cools down');
+    onA!.release('ok');
     now = 1000;
     const trial = pool.acquire(undefined, 'openai-chat', undefined, new Set([a!]));
     assert.equal(trial?.replica, b, 'after its cooldown, b gets a trial request');
-    assert.equal(
-      pool.acquire(undefined, 'openai-chat', undefined, new Set([a!])),
-      undefined,
-      'one at a time',
-    );
+    assert.equal(pool.acquire(undefined, 'openai-chat')?.replica, a, 'one trial request at a time');
+  });
+
+  it('when every replica of a model is cooling down, they take requests again rather than none', () => {
+    const pool = new UpstreamPool([upstream('only', { maxStreams: 1 })], { now: () => 0 });
+    pool.acquire(undefined, 'openai-chat')!.release('unreachable');
+    assert.equal(pool.replicas[0]!.health.state(0), 'cooling');
+    const lease = pool.acquire(undefined, 'openai-chat');
+    assert.equal(lease?.replica.name, 'only');
+    assert.equal(pool.acquire(undefined, 'openai-chat'), undefined, 'its stream cap still holds');
+    lease!.release('ok');
+    pool.replicas[0]!.health.probed('loading', 0);
+    assert.equal(pool.acquire(undefined, 'openai-chat'), undefined, 'a model still loading takes none');
   });
 });
 
