@@ -152,7 +152,7 @@ const SERVER_ALLOWED: Record<ServerPart, readonly ServerPart[]> = {
   // The upstreams: what goes upstream, which upstream serves a model, calls beside generation.
   upstream: ['http'],
   // Metrics (Prometheus), telemetry (OpenTelemetry), the request log line.
-  observability: ['http', 'upstream'],
+  observability: ['http', 'upstream', 'pool'],
   // Resume stores and resumed bodies.
   resume: ['http'],
   // Writing one stream to the client: SSE/NDJSON or plain text, coalescing, verbatim frames.

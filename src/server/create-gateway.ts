@@ -15,6 +15,7 @@ import { requestIdFor } from './http/request-id.ts';
 import { randomStreamId } from './http/stream-id.ts';
 import type { GatewayMetrics } from './observability/gateway-metrics.ts';
 import type { RequestTelemetry } from './observability/gateway-telemetry.ts';
+import { poolHealth, recordPoolMetrics } from './observability/pool-metrics.ts';
 import { redactUrls } from './observability/request-log.ts';
 import { PoolMonitor } from './pool/pool-monitor.ts';
 import { admitRequest } from './request/admit-request.ts';
@@ -225,10 +226,15 @@ export function createGateway(options: GatewayOptions): Gateway {
       switch (path) {
         case '/healthz':
           return Response.json(
-            { status: ctx.closing ? 'shutting-down' : 'ok', activeStreams: active.size },
+            {
+              status: ctx.closing ? 'shutting-down' : 'ok',
+              activeStreams: active.size,
+              upstreams: poolHealth(ctx.pool, Date.now()),
+            },
             { status: ctx.closing ? 503 : 200 },
           );
         case '/metrics':
+          recordPoolMetrics(metrics, ctx.pool, Date.now());
           return new Response(metrics.render(), {
             headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' },
           });

@@ -18,6 +18,30 @@ export class GatewayMetrics {
       'Requests sent to another replica after a failure before their first byte, by route, the replica that failed and how.',
     ),
   );
+  readonly upstreamUp = this.registry.register(
+    new Gauge(
+      'tokenwire_upstream_up',
+      'Whether each upstream takes requests now (0 while cooling down or loading).',
+    ),
+  );
+  readonly upstreamInFlight = this.registry.register(
+    new Gauge('tokenwire_upstream_in_flight', 'Streams open to each upstream.'),
+  );
+  readonly upstreamPicks = this.registry.register(
+    new Counter('tokenwire_upstream_picks_total', 'Requests sent to each upstream (retries included).'),
+  );
+  readonly upstreamFailures = this.registry.register(
+    new Counter(
+      'tokenwire_upstream_failures_total',
+      'Calls to each upstream that failed, by kind: unreachable (refused, reset, cut), server-error, timeout.',
+    ),
+  );
+  readonly upstreamCooldowns = this.registry.register(
+    new Counter(
+      'tokenwire_upstream_cooldowns_total',
+      'Times each upstream was taken out of rotation after failures.',
+    ),
+  );
   readonly rejected = this.registry.register(
     new Counter('tokenwire_rejected_total', 'Requests refused before streaming, by route and status.'),
   );

@@ -68,6 +68,11 @@ export class Counter implements Metric {
     return this.#values.get(labelKey(labels)) ?? 0;
   }
 
+  /** Mirrors a count kept elsewhere that only grows (the pool's picks and failures per replica). */
+  set(labels: Labels, value: number): void {
+    this.#values.set(labelKey(labels), value);
+  }
+
   render(): string {
     let out = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} counter\n`;
     for (const [key, value] of this.#values) out += `${this.name}${key ? `{${key}}` : ''} ${value}\n`;

@@ -21,6 +21,8 @@ export interface RequestLog {
   traceId?: string | undefined;
   route: string;
   upstream: string | undefined;
+  /** The replicas that failed before the one that answered, in order (before the first byte). */
+  attempts?: string[] | undefined;
   status: number;
   outcome: StreamOutcome | 'rejected' | 'resumed' | 'non-stream';
   /** For streams that reached the upstream: how they ended (`truncated` = finish reason `length`). */

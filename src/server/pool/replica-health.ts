@@ -37,6 +37,8 @@ export class ReplicaHealth {
   #cooldowns = 0;
   #coolUntil = 0;
   #trialTaken = false;
+  /** Cooldowns so far (each time it was put out of rotation after failures). */
+  cooldownsTotal = 0;
   /** What put it out of rotation last, for `/healthz` and the log. */
   lastFailure: CallOutcome | 'loading' | undefined;
 
@@ -116,6 +118,7 @@ export class ReplicaHealth {
   #cool(now: number): void {
     const { cooldownMs, maxCooldownMs } = this.#options;
     this.#cooldowns += 1;
+    this.cooldownsTotal += 1;
     this.#state = 'cooling';
     this.#failures = 0;
     this.#coolUntil = now + Math.min(maxCooldownMs, cooldownMs * 2 ** (this.#cooldowns - 1));

@@ -46,6 +46,7 @@ export function endRequest(ctx: GatewayContext, scope: Scope, end: RequestEnd): 
   const record = requestLogRecord(end, figures, {
     requestId: scope.requestId,
     traceId: scope.trace?.traceId,
+    attempts: scope.attempts,
     format: scope.format,
     logLevel: ctx.logLevel,
     content: ctx.options.logContent === true,
@@ -156,6 +157,8 @@ export function endFigures(end: RequestEnd, startedAt: number, at: number): EndF
 export interface RecordContext {
   requestId: string;
   traceId: string | undefined;
+  /** The replicas that failed before the one that answered. */
+  attempts?: string[] | undefined;
   format: OutputFormat;
   logLevel: LogLevel;
   /** Put the prompt and the answer in (`logContent`). */
@@ -191,6 +194,7 @@ export function requestLogRecord(
     error: failure === undefined ? undefined : redactUrls(errorMessage(failure)),
   };
   if (context.traceId !== undefined) record.traceId = context.traceId;
+  if (context.attempts !== undefined) record.attempts = context.attempts;
   if (end.endState !== undefined) record.endState = end.endState;
   if (result?.finishReason !== undefined) record.finishReason = result.finishReason;
   if (context.format === 'text') record.format = 'text';

@@ -5,6 +5,7 @@ import { complete } from '../../../src/client/token-stream.ts';
 import { DIALECT_IDS } from '../../../src/dialects/dialect.ts';
 import { type ServedHandler, serve } from '../../../src/node/serve.ts';
 import { createGateway, type GatewayOptions } from '../../../src/server/create-gateway.ts';
+import type { RequestLog } from '../../../src/server/observability/request-log.ts';
 import type { Upstream } from '../../../src/server/upstream/upstream.ts';
 import { createSim, type Sim } from '../../../src/sim/index.ts';
 import type { SimOptions } from '../../../src/sim/sim-options.ts';
@@ -151,6 +152,29 @@ describe('the gateway in front of a pool of servers', () => {
     const body = (await result.json()) as { error?: unknown };
     assert.equal(typeof body.error, 'string', "Ollama's error shape");
     assert.equal(result.headers.get('x-tokenwire-attempts')?.split(', ').length, 2);
+  });
+
+  it('/healthz reports each upstream, /metrics counts picks, failures and cooldowns, the log line names the attempts', async () => {
+    const good = await replica('good');
+    const dead: Upstream = { name: 'dead', url: await refusingUrl(), dialects: DIALECT_IDS, models: ['sim'] };
+    const logs: RequestLog[] = [];
+    const g = await gateway([dead, good.upstream], { onLog: (record) => logs.push(record) });
+    assert.equal((await post(g.url, chat('sim'))).status, 200);
+    const health = (await (await fetch(`${g.url}/healthz`)).json()) as {
+      upstreams: { name: string; state: string; inFlight: number; models: string[]; lastFailure?: string }[];
+    };
+    const byName = new Map(health.upstreams.map((u) => [u.name, u]));
+    assert.equal(byName.get('dead')?.state, 'cooling');
+    assert.equal(byName.get('dead')?.lastFailure, 'unreachable');
+    assert.deepEqual(byName.get('good'), { name: 'good', state: 'up', inFlight: 0, models: ['sim'] });
+    const metrics = await (await fetch(`${g.url}/metrics`)).text();
+    assert.match(metrics, /tokenwire_upstream_up\{upstream="dead"\} 0/);
+    assert.match(metrics, /tokenwire_upstream_up\{upstream="good"\} 1/);
+    assert.match(metrics, /tokenwire_upstream_picks_total\{upstream="good"\} 1/);
+    assert.match(metrics, /tokenwire_upstream_failures_total\{kind="unreachable",upstream="dead"\} 1/);
+    assert.match(metrics, /tokenwire_upstream_cooldowns_total\{upstream="dead"\} 1/);
+    assert.deepEqual(logs.at(-1)?.attempts, ['dead']);
+    assert.equal(logs.at(-1)?.upstream, 'good');
   });
 
   it('the client library reads a pooled stream like any other', async () => {
