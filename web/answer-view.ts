@@ -140,6 +140,11 @@ export function wireHooks(run: Run) {
     onChunk: (chunk: Uint8Array, atMs: number) => addRead(run, chunk, atMs),
     onResponse: (response: Response) => {
       run.response = `HTTP ${response.status} · ${response.headers.get('content-type') ?? 'no Content-Type'}`;
+      // The gateway names the upstream that answered, and those that failed before it.
+      const upstream = response.headers.get('x-tokenwire-upstream');
+      if (upstream !== null) run.response += ` · answered by ${upstream}`;
+      const attempts = response.headers.get('x-tokenwire-attempts');
+      if (attempts !== null) run.response += ` (attempts: ${attempts})`;
       run.recording.response = {
         status: response.status,
         statusText: response.statusText,

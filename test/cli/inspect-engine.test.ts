@@ -164,6 +164,26 @@ describe('inspect engine: building blocks', () => {
     );
     assert.equal(guessServer({ ...base, headers: {}, payloads: [{ id: 'x', choices: [] }] }), undefined);
   });
+
+  it('guessServer names the gateway, the upstream that answered and the attempts before it', () => {
+    const guess = guessServer({
+      dialect: 'openai-chat',
+      dataWithoutSpace: 0,
+      dataWithSpace: 3,
+      headers: {
+        'x-tokenwire-stream-id': 'abc',
+        'x-tokenwire-upstream': 'llama-b',
+        'x-tokenwire-attempts': 'llama-a, llama-b',
+      },
+      payloads: [],
+    });
+    assert.equal(guess?.server, 'the tokenwire gateway');
+    assert.deepEqual(guess?.evidence, [
+      'its x-tokenwire-stream-id header',
+      'answered by its upstream "llama-b" (x-tokenwire-upstream)',
+      'after failed attempts: llama-a, llama-b (x-tokenwire-attempts)',
+    ]);
+  });
 });
 
 describe('inspect engine: buffering', () => {

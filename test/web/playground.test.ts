@@ -213,6 +213,7 @@ describe('playground page (headless Chromium)', () => {
       // The client's verdict closes the column.
       assert.match((await rows.last().textContent()) ?? '', /complete · finish stop/);
       assert.match(await text('#wire-summary'), /HTTP 200 · text\/event-stream/);
+      assert.match(await text('#wire-summary'), /answered by sim/, 'the upstream that answered is named');
 
       mkdirSync(dirname(SCREENSHOT), { recursive: true });
       await page.screenshot({ path: SCREENSHOT, fullPage: true });

@@ -85,11 +85,14 @@ export function guessServer(clues: ServerClues): ServerGuess | undefined {
   }
   if (headers[GATEWAY_HEADER] !== undefined) {
     // It imitates a server's bytes on purpose: those fingerprints say which dialect flavor it writes.
-    return {
-      server: 'the tokenwire gateway',
-      evidence: [`its ${GATEWAY_HEADER} header`],
-      others: [...votes.keys()],
-    };
+    const evidence = [`its ${GATEWAY_HEADER} header`];
+    // Which of its upstreams answered, and which failed before it (by name).
+    const upstream = headers['x-tokenwire-upstream'];
+    if (upstream !== undefined)
+      evidence.push(`answered by its upstream "${upstream}" (x-tokenwire-upstream)`);
+    const attempts = headers['x-tokenwire-attempts'];
+    if (attempts !== undefined) evidence.push(`after failed attempts: ${attempts} (x-tokenwire-attempts)`);
+    return { server: 'the tokenwire gateway', evidence, others: [...votes.keys()] };
   }
   let best: ServerName | undefined;
   for (const [server, why] of votes) {

@@ -16,7 +16,8 @@ export interface Admitted {
 const CORS_ALLOWED_HEADERS =
   'authorization, content-type, last-event-id, x-api-key, x-request-id, traceparent, tracestate, x-tokenwire-fault, x-tokenwire-flavor';
 /** Response headers a browser on an allowed origin may read. */
-const CORS_EXPOSED_HEADERS = 'x-tokenwire-stream-id, retry-after, x-request-id';
+const CORS_EXPOSED_HEADERS =
+  'x-tokenwire-stream-id, retry-after, x-request-id, x-tokenwire-upstream, x-tokenwire-attempts';
 // `/props` and `/info` (side-routes.ts) may pass on an upstream's own (model paths, chat template).
 const API_PATHS = new Set(['/v1/models', '/api/tags', '/metrics', '/props', '/info']);
 /** Every generation route's path as a prefix (`/responses/`, `/completion/`…): what is under one is the API's. */

@@ -41,5 +41,28 @@ export function attemptFailure(error: unknown): AttemptFailure | undefined {
     if (code === 'total-timeout') return { outcome: 'timeout', retryable: false };
     return undefined;
   }
+  // A fetch's own failure (a whole answer's call is a plain fetch): its code, or its cause's.
+  const code = errorCode(error) ?? errorCode((error as { cause?: unknown } | null)?.cause);
+  if (code !== undefined && CONNECT_TIMEOUTS.has(code)) return { outcome: 'timeout', retryable: true };
+  if (code !== undefined && UNREACHABLE.has(code)) return { outcome: 'unreachable', retryable: true };
   return undefined;
+}
+
+/** Node's and undici's codes for a connection that could not be made or broke before an answer. */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]);
+const CONNECT_TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'ETIMEDOUT']);
+
+function errorCode(value: unknown): string | undefined {
+  const code = (value as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
 }

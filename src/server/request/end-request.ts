@@ -115,7 +115,8 @@ function anotherReplica(ctx: GatewayContext, call: Call, error: unknown): Respon
   scope.lease = undefined;
   lease.release(failure.outcome);
   if (failure.retryAfterMs !== undefined) lease.replica.health.backOff(failure.retryAfterMs, Date.now());
-  (scope.attempts ??= []).push(lease.replica.name);
+  if (scope.attempts === undefined) scope.attempts = [];
+  scope.attempts.push(lease.replica.name);
   ctx.metrics.retries.inc({ route: call.dialect.id, upstream: lease.replica.name, outcome: failure.outcome });
   routing.next = next;
   return TRY_ANOTHER_REPLICA;

@@ -58,3 +58,17 @@ describe('callOutcome: what a request that ended tells its replica', () => {
     assert.equal(callOutcome(503, http(503), undefined), 'server-error');
   });
 });
+
+describe("attemptFailure: a fetch's own connection errors", () => {
+  it('a refused or reset connection as fetch and undici throw it is unreachable, and retried', () => {
+    const refused = new TypeError('fetch failed', {
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
+    assert.deepEqual(attemptFailure(refused), { outcome: 'unreachable', retryable: true });
+    const reset = Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' });
+    assert.deepEqual(attemptFailure(reset), { outcome: 'unreachable', retryable: true });
+    const slow = Object.assign(new Error('Connect Timeout Error'), { code: 'UND_ERR_CONNECT_TIMEOUT' });
+    assert.deepEqual(attemptFailure(slow), { outcome: 'timeout', retryable: true });
+    assert.equal(attemptFailure(new DOMException('The operation was aborted.', 'AbortError')), undefined);
+  });
+});

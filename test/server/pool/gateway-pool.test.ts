@@ -29,7 +29,12 @@ async function replica(name: string, options: SimOptions = {}): Promise<{ upstre
 async function gateway(upstreams: Upstream[], options: Partial<GatewayOptions> = {}): Promise<ServedHandler> {
   const g = createGateway(Object.assign({ upstreams, healthIntervalMs: 0 }, options));
   const served = await serve(g.fetch);
-  open.push({ close: async () => (await g.close(), await served.close()) });
+  open.push({
+    close: async () => {
+      await g.close();
+      await served.close();
+    },
+  });
   return served;
 }
 
@@ -124,6 +129,27 @@ describe('the gateway in front of a pool of servers', () => {
     assert.equal(good.sim.stats.log.length, 4);
     const metrics = await (await fetch(`${g.url}/metrics`)).text();
     assert.match(metrics, /tokenwire_upstream_retries_total\{[^}]*upstream="dead"[^}]*\} 1/);
+  });
+
+  it('a whole (non-stream) answer is retried on another replica too, same dialect or translated', async () => {
+    const good = await replica('good');
+    for (const path of ['/v1/chat/completions', '/api/chat']) {
+      const dead: Upstream = {
+        name: 'dead',
+        url: await refusingUrl(),
+        dialects: DIALECT_IDS,
+        models: ['sim'],
+      };
+      const g = await gateway([dead, good.upstream]);
+      const response = await fetch(`${g.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(Object.assign(chat('sim'), { stream: false })),
+      });
+      assert.equal(response.status, 200, path);
+      assert.equal(response.headers.get('x-tokenwire-attempts'), 'dead, good', path);
+      await response.text();
+    }
   });
 
   it('a replica answering 503 or 429 before streaming: retried on another; a 400 is not retried', async () => {
