@@ -109,6 +109,8 @@ export async function resolveUpstreams(
       fetch: options.upstreamFetch,
       timeouts: options.timeouts,
     };
+    // Models the server listed itself are read again while the gateway runs.
+    if (spec.models === undefined && probe !== undefined) upstream.discoverModels = true;
     if (spec.weight !== undefined) upstream.weight = spec.weight;
     if (spec.maxStreams !== undefined) upstream.maxStreams = spec.maxStreams;
     if (spec.aliases !== undefined) upstream.aliases = spec.aliases;

@@ -181,10 +181,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   }
 
+  /** The models the pool's replicas list now, and their aliases, each once. */
   function listModels(): string[] {
-    const names = new Set<string>();
-    for (const upstream of options.upstreams) for (const model of upstream.models ?? []) names.add(model);
-    return [...names];
+    return ctx.pool.models();
   }
 
   /** The servers' informational routes (side-routes.ts). */

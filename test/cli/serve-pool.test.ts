@@ -419,7 +419,11 @@ describe('docs/gateway.md: the pool config examples run', () => {
           ],
         );
         assert.deepEqual([started.balance, started.retries], ['prefix', 2]);
-        assert.deepEqual(await modelIds(started.url), ['llama3.2-3b', 'qwen2.5-7b-instruct']);
+        // The alias is a public name, listed beside the models.
+        assert.deepEqual(await modelIds(started.url), ['chat', 'llama3.2-3b', 'qwen2.5-7b-instruct']);
+        const aliased = await chat(started.url, 'chat');
+        assert.equal(aliased.status, 200, aliased.body);
+        assert.equal(qwen.sim.stats.log.at(-1)?.model, 'qwen2.5-7b-instruct', 'the server gets its own name');
         const answer = await chat(started.url, 'llama3.2-3b');
         assert.equal(answer.status, 200, answer.body);
         assert.equal(llama.seen.at(-1)?.path, '/llama/v1/chat/completions');

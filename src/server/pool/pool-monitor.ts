@@ -11,6 +11,9 @@ export interface MonitorOptions {
   now?: (() => number) | undefined;
 }
 
+/** A discovered model list is read again every this many checks (30 s at the default 5 s). */
+const MODELS_EVERY_CHECKS = 6;
+
 /** What a server's health route said. */
 export type ProbeResult = 'up' | 'loading' | 'down';
 
@@ -26,6 +29,8 @@ export class PoolMonitor {
   readonly #scrapeLoad: boolean;
   readonly #now: () => number;
   #timer: ReturnType<typeof setInterval> | undefined;
+  /** Checks so far: a discovered model list is read again every `MODELS_EVERY_CHECKS`. */
+  #checks = 0;
   #running: Promise<void> | undefined;
 
   constructor(pool: UpstreamPool, options: MonitorOptions = {}) {
@@ -37,9 +42,13 @@ export class PoolMonitor {
 
   /** Probes every replica once, side by side; resolves when all have answered or timed out. */
   checkOnce(): Promise<void> {
-    this.#running ??= Promise.all(this.#pool.replicas.map((replica) => this.#check(replica))).then(() => {
-      this.#running = undefined;
-    });
+    const models = this.#checks % MODELS_EVERY_CHECKS === 0;
+    this.#checks += 1;
+    this.#running ??= Promise.all(this.#pool.replicas.map((replica) => this.#check(replica, models))).then(
+      () => {
+        this.#running = undefined;
+      },
+    );
     return this.#running;
   }
 
@@ -55,9 +64,13 @@ export class PoolMonitor {
     this.#timer = undefined;
   }
 
-  async #check(replica: Replica): Promise<void> {
+  async #check(replica: Replica, models: boolean): Promise<void> {
     const result = await this.probeHealth(replica);
     replica.health.probed(result, this.#now());
+    if (result === 'up' && models && replica.upstream.discoverModels === true) {
+      const listed = await this.listModels(replica);
+      if (listed !== undefined && listed.length > 0) replica.models = listed;
+    }
     if (result === 'up' && this.#scrapeLoad) {
       const inFlight = replica.inFlight;
       const load = await this.#scrape(replica);
@@ -66,6 +79,29 @@ export class PoolMonitor {
         replica.inFlightAtScrape = inFlight;
       }
     }
+  }
+
+  /**
+   * The models the server lists now: OpenAI's `GET /v1/models` (`data[].id`: vLLM, llama-server, SGLang,
+   * TGI, Ollama's compatible API), else Ollama's `GET /api/tags` (`models[].name`). Undefined when it
+   * lists none it can be asked for.
+   */
+  async listModels(replica: Replica): Promise<string[] | undefined> {
+    const upstream = replica.upstream;
+    const headers = Object.assign({}, upstream.headers);
+    const ollamaOnly = upstream.dialects.every((dialect) => dialect.startsWith('ollama'));
+    const path = ollamaOnly ? '/api/tags' : '/v1/models';
+    const answer = await callUpstreamAside(upstream, path, { method: 'GET', headers }, this.#timeoutMs);
+    if (!answer?.ok) {
+      await answer?.body?.cancel().catch(() => {});
+      return undefined;
+    }
+    const body = (await answer.json().catch(() => undefined)) as
+      | { data?: { id?: unknown }[]; models?: { name?: unknown }[] }
+      | undefined;
+    const entries = ollamaOnly ? body?.models?.map((m) => m.name) : body?.data?.map((m) => m.id);
+    if (!Array.isArray(entries)) return undefined;
+    return entries.filter((name): name is string => typeof name === 'string' && name !== '');
   }
 
   /** What the replica's health route says (a server with no such route is up when it answers at all). */

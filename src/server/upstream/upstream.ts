@@ -33,6 +33,12 @@ export interface Upstream {
    * `connectMs` and `idleMs` to DEFAULT_UPSTREAM_TIMEOUT_MS (`--upstream-timeout-ms`).
    */
   timeouts?: TimeoutOptions | undefined;
+  /**
+   * Its model list came from the server itself (`serve` probes it when the configuration names none):
+   * the pool reads it again with its health checks (every sixth, 30 s by default), so a model loaded or
+   * unloaded later is routed. Default false: `models` stays as given.
+   */
+  discoverModels?: boolean | undefined;
   /** Its share of the load among the replicas of a model (> 0). Default 1. */
   weight?: number | undefined;
   /** The most streams the gateway opens to it at once; beyond, another replica or a wait. Default none. */

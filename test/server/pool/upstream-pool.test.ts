@@ -146,4 +146,31 @@ describe('PoolMonitor', () => {
     await new PoolMonitor(pool, { scrapeLoad: true }).checkOnce();
     assert.deepEqual(pool.replicas[0]!.load, { running: 2 });
   });
+
+  it('reads a discovered model list again, so a model the server loads later is routed; a configured list stays', async () => {
+    let listed = ['qwen'];
+    const discovered = upstream('discovered', {
+      models: ['qwen'],
+      discoverModels: true,
+      fetch: serverAnswering(() => Response.json({ status: 'ok' }), {
+        '/v1/models': () => Response.json({ object: 'list', data: listed.map((id) => ({ id })) }),
+      }),
+    });
+    const fixed = upstream('fixed', {
+      models: ['phi'],
+      fetch: serverAnswering(() => Response.json({ status: 'ok' }), {
+        '/v1/models': () => Response.json({ object: 'list', data: [{ id: 'other' }] }),
+      }),
+    });
+    const pool = new UpstreamPool([discovered, fixed]);
+    const monitor = new PoolMonitor(pool);
+    listed = ['qwen', 'llama'];
+    await monitor.checkOnce();
+    assert.deepEqual(
+      pool.serving('llama', 'openai-chat').map((r) => r.name),
+      ['discovered'],
+    );
+    assert.deepEqual(pool.replicas[1]!.models, ['phi'], 'a configured list is not replaced');
+    assert.deepEqual(pool.models(), ['qwen', 'llama', 'phi']);
+  });
 });
