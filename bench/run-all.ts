@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark, then bench/RESULTS.md (machine, versions, date, headline ratios
  * and verdicts against the bench's targets, then the full tables).
  * Flags: `--quick` (fewer rounds and events, for trying things; not for RESULTS.md), `--skip-decode`,
- * `--skip-gateway`, `--skip-cli` (the bench CLI's own cost), `--skip-pipe` (gateway-vs-pipe.ts), `--skip-lag`, `--skip-workers` (serve-workers.ts), `--out <file>` (default bench/RESULTS.md).
+ * `--skip-gateway`, `--skip-cli` (the bench CLI's own cost), `--skip-pipe` (gateway-vs-pipe.ts), `--skip-lag`, `--skip-workers` (serve-workers.ts), `--skip-pool` (pool-cost.ts, pool-balance.ts), `--out <file>` (default bench/RESULTS.md).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -267,6 +267,16 @@ if (!argv.includes('--skip-lag')) {
   });
 }
 
+/** Runs one of the pool benches (issue 31), which prints its section's Markdown body on stdout. */
+function poolSection(script: string, what: string): string {
+  log(what);
+  return execFileSync(
+    process.execPath,
+    [fileURLToPath(new URL(`./${script}`, import.meta.url)), ...(quick ? ['--quick'] : [])],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  ).trim();
+}
+
 const md = [
   '# tokenwire benchmarks',
   '',
@@ -318,6 +328,19 @@ const md = [
           [fileURLToPath(new URL('./serve-workers.js', import.meta.url)), ...(quick ? ['--quick'] : [])],
           { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
         ).trim(),
+        '',
+      ]),
+  // Issue 31: the pool's own cost (bench/pool-cost.ts) and balancing under skew (bench/pool-balance.ts).
+  ...(argv.includes('--skip-pool')
+    ? []
+    : [
+        "## 6. The pool's own cost: 4 replicas against 1 upstream (issue 31)",
+        '',
+        poolSection('pool-cost.js', "pool's own cost"),
+        '',
+        '## 7. Balancing under skew: 4 replicas, one 4× slower (issue 31)',
+        '',
+        poolSection('pool-balance.js', 'balancing under skew'),
         '',
       ]),
 ];

@@ -1,10 +1,8 @@
 import { dialectForPath, getDialect } from '../../dialects/registry.ts';
-import { concatBytes } from '../../wire/concat-bytes.ts';
-import { type BodyReader, READ_BODY, WHOLE_BODY } from './body-symbols.ts';
 import { abortSignalOf } from './client-signal.ts';
 import { errorResponse } from './gateway-errors.ts';
 import { type IncomingRequest, toRequest } from './incoming-request.ts';
-import { BodyError, jsonNestingDepth, MAX_JSON_NESTING } from './read-body.ts';
+import { BodyError, jsonNestingDepth, MAX_JSON_NESTING, readBodyBytes } from './read-body.ts';
 
 /**
  * The standard Request a fallback handler gets (the playground's pages, the raw simulator under
@@ -23,7 +21,7 @@ export async function fallbackRequest(
   if (request.method === 'GET' || request.method === 'HEAD') return toRequest(request);
   let bytes: Uint8Array;
   try {
-    bytes = await readBodyBytes(request, maxBodyBytes);
+    bytes = (await readBodyBytes(request, maxBodyBytes)) ?? new Uint8Array(0);
   } catch (error) {
     if (!(error instanceof BodyError)) throw error;
     return refusal(path, error.status, error.message);
@@ -63,45 +61,4 @@ function looksLikeJson(bytes: Uint8Array): boolean {
     return byte === 0x7b || byte === 0x5b;
   }
   return false;
-}
-
-function tooLarge(limit: number): BodyError {
-  return new BodyError(413, 'body-too-large', `the request body is larger than the limit of ${limit} bytes`);
-}
-
-/**
- * The whole body, at most `limit` bytes, read as `readJsonBody` reads it: through the adapter's reader
- * when it has one (node/serve.ts: with the limit and its body timeout), else its bytes already read,
- * else the Request's stream, cut at the limit.
- */
-async function readBodyBytes(request: IncomingRequest, limit: number): Promise<Uint8Array> {
-  const declared = Number(request.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  const holder = request as unknown as Record<symbol, unknown>;
-  const whole = holder[WHOLE_BODY];
-  if (whole instanceof Uint8Array) {
-    if (whole.length > limit) throw tooLarge(limit);
-    return whole;
-  }
-  const readBody = holder[READ_BODY];
-  if (typeof readBody === 'function') {
-    const bytes = await (readBody as BodyReader)(limit);
-    holder[WHOLE_BODY] = bytes;
-    return bytes;
-  }
-  if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const next = await reader.read();
-    if (next.done) break;
-    size += next.value.length;
-    if (size > limit) {
-      reader.cancel().catch(() => {});
-      throw tooLarge(limit);
-    }
-    parts.push(next.value);
-  }
-  return concatBytes(...parts);
 }

@@ -14,33 +14,37 @@ export class BodyError extends TokenwireError {
 
 /** Reads a JSON request body, refusing more than `limit` bytes (413) and anything but JSON (400). */
 export async function readJsonBody(request: IncomingRequest, limit: number): Promise<unknown> {
+  const bytes = await readBodyBytes(request, limit);
+  if (bytes === undefined) throw new BodyError(400, 'invalid-json', 'the request needs a JSON body');
+  return parseJsonBytes(bytes);
+}
+
+/**
+ * The whole body, at most `limit` bytes (413 when `Content-Length` says more, or once more arrived), or
+ * undefined when there is none. A server adapter that reads the body only when asked (node/serve.ts)
+ * reads it with this limit and its body timeout, so a request refused from its headers (a missing key)
+ * never has a byte of its body buffered; one that already holds the whole body passes its bytes along;
+ * else the Request's stream is read, cut at the limit.
+ */
+export async function readBodyBytes(
+  request: IncomingRequest,
+  limit: number,
+): Promise<Uint8Array | undefined> {
   const declared = Number(request.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > limit) {
-    throw new BodyError(413, 'body-too-large', `the request body is larger than the limit of ${limit} bytes`);
-  }
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
   const holder = request as unknown as Record<symbol, unknown>;
-  // A server adapter that reads the body only when asked (node/serve.ts) reads it with this limit: a
-  // request refused from its headers (a missing key) never has a byte of its body buffered.
-  const readBody = holder[READ_BODY];
-  if (typeof readBody === 'function' && !(holder[WHOLE_BODY] instanceof Uint8Array)) {
-    const bytes = await (readBody as BodyReader)(limit);
-    holder[WHOLE_BODY] = bytes;
-    return parseJsonBytes(bytes);
-  }
-  // A server adapter that already holds the whole body passes its bytes along (node/serve.ts): no need
-  // to read them back through the Request's stream.
   const whole = holder[WHOLE_BODY];
   if (whole instanceof Uint8Array) {
-    if (whole.length > limit) {
-      throw new BodyError(
-        413,
-        'body-too-large',
-        `the request body is larger than the limit of ${limit} bytes`,
-      );
-    }
-    return parseJsonBytes(whole);
+    if (whole.length > limit) throw tooLarge(limit);
+    return whole;
   }
-  if (request.body === null) throw new BodyError(400, 'invalid-json', 'the request needs a JSON body');
+  const readBody = holder[READ_BODY];
+  if (typeof readBody === 'function') {
+    const bytes = await (readBody as BodyReader)(limit);
+    holder[WHOLE_BODY] = bytes;
+    return bytes;
+  }
+  if (request.body === null) return undefined;
   const reader = request.body.getReader();
   const parts: Uint8Array[] = [];
   let size = 0;
@@ -50,16 +54,15 @@ export async function readJsonBody(request: IncomingRequest, limit: number): Pro
     size += next.value.length;
     if (size > limit) {
       reader.cancel().catch(() => {});
-      throw new BodyError(
-        413,
-        'body-too-large',
-        `the request body is larger than the limit of ${limit} bytes`,
-      );
+      throw tooLarge(limit);
     }
     parts.push(next.value);
   }
-  const bytes = concatBytes(...parts);
-  return parseJsonBytes(bytes);
+  return concatBytes(...parts);
+}
+
+function tooLarge(limit: number): BodyError {
+  return new BodyError(413, 'body-too-large', `the request body is larger than the limit of ${limit} bytes`);
 }
 
 /**

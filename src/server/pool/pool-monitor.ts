@@ -72,11 +72,12 @@ export class PoolMonitor {
       if (listed !== undefined && listed.length > 0) replica.models = listed;
     }
     if (result === 'up' && this.#scrapeLoad) {
-      const inFlight = replica.inFlight;
       const load = await this.#scrape(replica);
       if (load !== undefined) {
         replica.load = load;
-        replica.inFlightAtScrape = inFlight;
+        // Counted when the answer arrives: a stream opened while the scrape was on its way is already
+        // in the server's count (counting it again made `load` worse than `least-busy`: bench/README.md).
+        replica.inFlightAtScrape = replica.inFlight;
       }
     }
   }
