@@ -135,7 +135,9 @@ export async function probeUpstream(
   const models = await listOpenAiModels(get);
   const props = (await get('/props')) as Record<string, unknown> | undefined;
   if (props !== undefined && ('default_generation_settings' in props || 'total_slots' in props)) {
-    const dialects: DialectId[] = ['openai-chat', 'openai-completions', 'llamacpp'];
+    // Native /completion before /v1/completions: a bare prompt from another dialect (TGI, Ollama generate)
+    // goes where llama-server says which stop string matched, counts the prompt and reads json_schema.
+    const dialects: DialectId[] = ['openai-chat', 'llamacpp', 'openai-completions'];
     if (options.newDialects !== false) dialects.push(...(await newDialects(ask, models[0])));
     return { server: 'llamacpp', dialects, models, answers };
   }

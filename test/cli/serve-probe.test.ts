@@ -175,7 +175,7 @@ describe('serve --upstream at a llama-server: Messages and Responses probed', ()
       const started = (await run.started) as { url: string; upstream: string };
       assert.match(
         started.upstream,
-        /\(openai-chat, openai-completions, llamacpp, anthropic-messages, openai-responses\)$/,
+        /\(openai-chat, llamacpp, openai-completions, anthropic-messages, openai-responses\)$/,
       );
       const probes = upstream.requests.filter((request) => request.path.includes('tokens'));
       assert.deepEqual(
@@ -208,7 +208,7 @@ describe('serve --upstream at a llama-server: Messages and Responses probed', ()
     const run = startServe(['--json', '--upstream', upstream.url]);
     try {
       const started = (await run.started) as { upstream: string };
-      assert.match(started.upstream, /\(openai-chat, openai-completions, llamacpp\)$/);
+      assert.match(started.upstream, /\(openai-chat, llamacpp, openai-completions\)$/);
     } finally {
       await run.stop();
       await upstream.close();

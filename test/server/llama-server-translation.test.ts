@@ -334,3 +334,19 @@ describe('content parts over the gateway, toward llama-server’s chat route', (
     assert.equal(JSON.stringify(result.sent?.body.messages).includes('hmm'), false);
   });
 });
+
+describe("a bare prompt from another dialect goes to llama-server's native /completion when it is probed", () => {
+  it("a TGI client's stop string comes back as stop_sequence (real capture n02: stop_type word)", async () => {
+    const capture = readFixture('real-captures', 'llamacpp-b10108', 'n02-completion-stream-stopword.sse');
+    const result = await exchange(
+      '/generate_stream',
+      { inputs: 'Once upon a time', parameters: { max_new_tokens: 16, stop: ['April'], seed: 1 } },
+      // The order `serve --upstream` probes a llama-server in: /completion before /v1/completions.
+      ['openai-chat', 'llamacpp', 'openai-completions'],
+      () => ({ headers: { 'content-type': 'text/event-stream' }, steps: [{ write: capture }] }),
+    );
+    assert.equal(result.sent?.path, '/completion');
+    assert.deepEqual(result.sent?.body.stop, ['April']);
+    assert.match(result.text, /"finish_reason":"stop_sequence"/);
+  });
+});
