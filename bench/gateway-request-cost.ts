@@ -6,11 +6,9 @@
  * `node .build/bench/gateway-request-cost.js [requests]` (add --cpu-prof to see where it goes).
  */
 import { FETCH_TAKES_INIT, PUSH_ONLY, PUSH_SOURCE, type PushSink } from '../src/client/push-source.ts';
-import { NodeRequestHeaders } from '../src/node/node-request-headers.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
-import { WHOLE_BODY } from '../src/server/http/body-symbols.ts';
-import type { IncomingRequest } from '../src/server/http/incoming-request.ts';
-import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../src/server/http/response-output.ts';
+import { directBodyOfResponse } from '../src/server/http/response-output.ts';
+import { ONE_TOKEN_CHAT as body, lightChatRequest } from './light-request.ts';
 
 const chunk = (delta: string, finish: string | null) =>
   `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
@@ -59,27 +57,6 @@ const gateway = createGateway({
     },
   ],
 });
-const body = new TextEncoder().encode(
-  JSON.stringify({ model: 'sim', stream: true, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }),
-);
-
-/** What node/serve.ts hands the gateway: the light IncomingRequest (server/http/incoming-request.ts). */
-function incoming(): IncomingRequest {
-  const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array; [TAKES_DIRECT_RESPONSE]: true } = {
-    method: 'POST',
-    url: 'http://gateway.invalid/v1/chat/completions',
-    headers: new NodeRequestHeaders({
-      host: 'gateway.invalid',
-      'content-type': 'application/json',
-      'content-length': String(body.length),
-    }),
-    signal: new AbortController().signal,
-    body: null,
-    [TAKES_DIRECT_RESPONSE]: true,
-  };
-  request[WHOLE_BODY] = body;
-  return request;
-}
 
 function standardRequest(): Request {
   return new Request('http://gateway.invalid/v1/chat/completions', {
@@ -97,7 +74,7 @@ const toClient: number[] = [];
 async function viaGateway(): Promise<void> {
   marks.start = performance.now();
   marks.write = 0;
-  const response = await gateway.fetch(incoming());
+  const response = await gateway.fetch(lightChatRequest());
   await new Promise<void>((resolve) => {
     directBodyOfResponse(response)!.attach({
       write: () => {

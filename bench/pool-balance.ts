@@ -28,6 +28,7 @@
  * `--slots N` (4), `--policies a,b` (round-robin first: the ratios are to it), `--no-gauges` (`/metrics`
  * answers 404, so `load` falls back to in-flight counts), `--quick`.
  */
+import { seededRandom } from '../src/bench/arrivals.ts';
 import { complete } from '../src/client/token-stream.ts';
 import { type ServedHandler, serve } from '../src/node/serve.ts';
 import { createUndiciFetch, loadUndici } from '../src/node/undici-fetch.ts';
@@ -126,18 +127,6 @@ function withSlots(handler: (request: Request) => Promise<Response> | Response, 
   return { fetch, state };
 }
 
-/** A small seeded PRNG (mulberry32): the same request sequence per client for every policy. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function conversation(random: () => number) {
   const opening = Math.floor(random() * 32);
   const depth = 1 + Math.floor(random() * 3);
@@ -174,7 +163,7 @@ async function runCell(
   const deadline = started + cellSeconds * 1000;
   await Promise.all(
     Array.from({ length: clients }, async (_, client) => {
-      const random = prng(1000 + client);
+      const random = seededRandom(1000 + client);
       while (performance.now() < deadline) {
         const result = await complete({ url: `${url}/v1/chat/completions`, body: conversation(random) });
         if (!result.complete || result.metrics.ttftMs === undefined || result.metrics.totalMs === undefined) {

@@ -24,12 +24,10 @@
  * `--requests N` (1000), `--bursts N` (4), `--burst N` (128), `--replicas N` (4), `--quick`, `--json`.
  */
 import { FETCH_TAKES_INIT, PUSH_ONLY, PUSH_SOURCE, type PushSink } from '../src/client/push-source.ts';
-import { NodeRequestHeaders } from '../src/node/node-request-headers.ts';
 import { createGateway, type Gateway } from '../src/server/create-gateway.ts';
-import { WHOLE_BODY } from '../src/server/http/body-symbols.ts';
-import type { IncomingRequest } from '../src/server/http/incoming-request.ts';
-import { directBodyOfResponse, TAKES_DIRECT_RESPONSE } from '../src/server/http/response-output.ts';
+import { directBodyOfResponse } from '../src/server/http/response-output.ts';
 import type { Upstream } from '../src/server/upstream/upstream.ts';
+import { lightChatRequest } from './light-request.ts';
 import { fmt, fmtSpread, quantile, type Spread, spread } from './stats.ts';
 
 const argv = process.argv.slice(2);
@@ -93,32 +91,10 @@ function memoryUpstream(name: string, fetch: (request: Request) => Promise<Respo
   return { name, url: `http://${name}.invalid`, dialects: ['openai-chat'], models: ['sim'], fetch };
 }
 
-const body = new TextEncoder().encode(
-  JSON.stringify({ model: 'sim', stream: true, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }),
-);
-
-/** What node/serve.ts hands the gateway: the light IncomingRequest (server/http/incoming-request.ts). */
-function incoming(): IncomingRequest {
-  const request: IncomingRequest & { [WHOLE_BODY]?: Uint8Array; [TAKES_DIRECT_RESPONSE]: true } = {
-    method: 'POST',
-    url: 'http://gateway.invalid/v1/chat/completions',
-    headers: new NodeRequestHeaders({
-      host: 'gateway.invalid',
-      'content-type': 'application/json',
-      'content-length': String(body.length),
-    }),
-    signal: new AbortController().signal,
-    body: null,
-    [TAKES_DIRECT_RESPONSE]: true,
-  };
-  request[WHOLE_BODY] = body;
-  return request;
-}
-
 /** One request; resolves with the time of its first written byte (0 when nothing was written). */
 async function oneRequest(gateway: Gateway): Promise<number> {
   let first = 0;
-  const response = await gateway.fetch(incoming());
+  const response = await gateway.fetch(lightChatRequest());
   const direct = directBodyOfResponse(response);
   if (direct === undefined) throw new Error(`no direct body (status ${response.status})`);
   await new Promise<void>((resolve) => {

@@ -28,6 +28,7 @@
  * `--json` (one JSON object on stdout instead of the summary).
  */
 import { parseArgs } from 'node:util';
+import { seededRandom } from '../src/bench/arrivals.ts';
 import { quantile } from './stats.ts';
 
 interface Message {
@@ -54,18 +55,6 @@ const WORDS = (
   'anchor prism juniper basalt cipher dune fern gravel hollow ivory jasper kelp lichen mosaic nectar ' +
   'onyx pebble quill rosin sable tundra umber vapor wren yarrow zephyr atlas bramble cedar delta'
 ).split(' ');
-
-/** A small deterministic generator, so a seed gives the same text on every run (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function words(next: () => number, n: number): string {
   const out: string[] = [];
@@ -168,7 +157,7 @@ async function main(): Promise<void> {
 
   const turns: Turn[] = [];
   const runConversation = async (k: number): Promise<void> => {
-    const next = rng(seed * 100_003 + k);
+    const next = seededRandom(seed * 100_003 + k);
     const history: Message[] = [
       {
         role: 'system',
