@@ -189,6 +189,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   /** The servers' informational routes (side-routes.ts). */
   const sideRoutes: SideRouteContext = {
     upstreams: options.upstreams,
+    pick: (model) => ctx.pool.pickFor(model),
     models: listModels,
     closing: () => ctx.closing,
     maxBodyBytes,

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { getDialect } from '../../src/dialects/registry.ts';
+import { UpstreamPool } from '../../src/server/pool/upstream-pool.ts';
 import type { Upstream } from '../../src/server/upstream/upstream.ts';
-import { pickUpstream } from '../../src/server/upstream/upstream-for-model.ts';
 import { forwardedHeaders, upstreamBody } from '../../src/server/upstream/upstream-request.ts';
 
 const upstream = (name: string, models?: string[]): Upstream => ({
@@ -13,12 +13,18 @@ const upstream = (name: string, models?: string[]): Upstream => ({
 });
 
 describe('upstream request', () => {
-  it('picks the upstream serving the model, by name or by its base before @, else the first', () => {
-    const upstreams = [upstream('a', ['m1']), upstream('b', ['m2', 'm3'])];
-    assert.equal(pickUpstream(upstreams, 'm3').name, 'b');
-    assert.equal(pickUpstream(upstreams, 'm2@fast').name, 'b');
-    assert.equal(pickUpstream(upstreams, 'unknown').name, 'a');
-    assert.equal(pickUpstream(upstreams, undefined).name, 'a');
+  it('a call beside generation goes to an upstream serving the model, by name or its base before @, else the first; one cooling down is passed over', () => {
+    const pool = new UpstreamPool([
+      upstream('a', ['m1']),
+      upstream('b', ['m2', 'm3']),
+      upstream('c', ['m3']),
+    ]);
+    assert.equal(pool.pickFor('m3').name, 'b');
+    assert.equal(pool.pickFor('m2@fast').name, 'b');
+    assert.equal(pool.pickFor('unknown').name, 'a');
+    assert.equal(pool.pickFor(undefined).name, 'a');
+    pool.lease(pool.replicas[1]!).release('unreachable');
+    assert.equal(pool.pickFor('m3').name, 'c');
   });
 
   it('sends the client body on the same dialect, streaming and asking for usage, keys kept as keys', () => {

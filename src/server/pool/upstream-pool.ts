@@ -155,6 +155,18 @@ export class UpstreamPool {
     };
   }
 
+  /**
+   * The upstream for a call beside generation about `model` (a side route, a token count): among those
+   * that list it (else all), the first available now, else the first. No lease: such calls are short.
+   */
+  pickFor(model: string | undefined): Upstream {
+    const now = this.#now();
+    const listing =
+      model === undefined ? [] : this.replicas.filter((replica) => replicaLists(replica, model));
+    const among = listing.length > 0 ? listing : this.replicas;
+    return (among.find((replica) => replica.available(now)) ?? among[0]!).upstream;
+  }
+
   /** Every model some replica lists, each once, in the order first listed. */
   models(): string[] {
     const out = new Set<string>();

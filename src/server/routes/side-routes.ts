@@ -8,7 +8,6 @@ import type { IncomingRequest, RequestTarget } from '../http/incoming-request.ts
 import { type OutputFormat, outputFormat } from '../http/output-format.ts';
 import { BodyError, readJsonBody } from '../http/read-body.ts';
 import type { Upstream } from '../upstream/upstream.ts';
-import { pickUpstream } from '../upstream/upstream-for-model.ts';
 import { callUpstreamAside, copyUpstreamAnswer } from '../upstream/upstream-side-call.ts';
 
 /** The gateway's version: `/api/version`, `/props` `build_info`, TGI `/info` `version` (package.json's). */
@@ -17,6 +16,8 @@ export const GATEWAY_VERSION = '0.1.0';
 /** What the side routes need from the gateway. */
 export interface SideRouteContext {
   readonly upstreams: readonly Upstream[];
+  /** The upstream a call about `model` goes to (the pool's: one that lists it and takes requests now). */
+  pick(model: string | undefined): Upstream;
   /** Every model the upstreams list (their `models`). */
   models(): string[];
   /** True while the gateway shuts down: `/health` answers 503. */
@@ -317,7 +318,7 @@ function speakingFor(
   dialects: readonly DialectId[],
   model: string,
 ): Upstream | undefined {
-  const chosen = pickUpstream(context.upstreams, model);
+  const chosen = context.pick(model);
   return chosen.dialects.some((d) => dialects.includes(d)) ? chosen : firstSpeaking(context, dialects);
 }
 

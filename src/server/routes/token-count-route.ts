@@ -5,13 +5,14 @@ import type { IncomingRequest, RequestTarget } from '../http/incoming-request.ts
 import { BodyError, readJsonBody } from '../http/read-body.ts';
 import { requestIdFor } from '../http/request-id.ts';
 import type { Upstream } from '../upstream/upstream.ts';
-import { pickUpstream } from '../upstream/upstream-for-model.ts';
 import { forwardedHeaders } from '../upstream/upstream-request.ts';
 import { callUpstreamAside, copyUpstreamAnswer } from '../upstream/upstream-side-call.ts';
 
 /** What the counting routes need of the gateway. */
 export interface TokenCountContext {
   upstreams: readonly Upstream[];
+  /** The upstream a count for `model` goes to (the pool's: one that lists it and takes requests now). */
+  pick(model: string | undefined): Upstream;
   /** The largest request body read (`GatewayOptions.maxBodyBytes`). */
   readonly maxBodyBytes: number;
   closing(): boolean;
@@ -100,7 +101,7 @@ async function count(
     throw error;
   }
   const model = typeof body.model === 'string' ? body.model : undefined;
-  const upstream = pickUpstream(context.upstreams, model);
+  const upstream = context.pick(model);
   const headers = countHeaders(request, upstream);
   if (upstream.dialects.includes(dialect.id)) {
     const answer = await callUpstream(upstream, `${dialect.paths[0]}${route.suffix}`, body, headers);
