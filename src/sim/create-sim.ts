@@ -13,6 +13,7 @@ import { modelNotFoundResponse, servesModel } from './model-not-found.ts';
 import { hashSeed } from './prng.ts';
 import { infoRoute, notFoundResponse } from './routes.ts';
 import { showRoute } from './show-route.ts';
+import { prefillOf, type SimContinuation, tokenBytesOf, tokenPromptOf } from './sim-continuation.ts';
 import { FAULT_HEADER, FLAVOR_HEADER, type SimOptions } from './sim-options.ts';
 import { type SimOutcome, type SimRequestRecord, type SimStats, SimStatsRecorder } from './sim-stats.ts';
 import { simStream } from './sim-stream.ts';
@@ -155,6 +156,30 @@ export function createSim(options: SimOptions = {}): Sim {
           faults.status === 429 || faults.status === 503 ? { 'retry-after': '1' } : {};
         return fail(faults.status, `tokenwire sim: simulated HTTP ${faults.status} (fault status)`, retry);
       }
+      // The answer is a function of the prompt and the seed: a request may continue an earlier one.
+      const seedOf = (request: ChatRequest): number =>
+        hashSeed(seed, request.seed, model, renderPrompt(request), JSON.stringify(request.tools ?? null));
+      let continuation: SimContinuation | undefined;
+      const ids = dialect.id === 'llamacpp' ? tokenPromptOf(chat) : undefined;
+      if (ids !== undefined) {
+        let bytes: Uint8Array[];
+        try {
+          bytes = tokenBytesOf(await loadTokenizer(), ids);
+        } catch (error) {
+          return fail(400, `tokenwire sim: ${(error as Error).message}`);
+        }
+        // Answered as the text the ids spell, unless they continue an answer (sim-continuation.ts).
+        const { prompt: _ids, ...extra } = chat.extra ?? {};
+        chat = Object.assign({}, chat, { prompt: decodeBytes(bytes), extra });
+        continuation = { kind: 'tokens', ids, bytes, seedOf };
+      } else {
+        const prefilled = prefillOf(chat);
+        if (prefilled !== undefined)
+          continuation = Object.assign(
+            { kind: 'prefill' as const, seed: seedOf(prefilled.request) },
+            prefilled,
+          );
+      }
       // The context check, before any streaming as the real servers do it (context-error.ts).
       const promptTokens = await countPromptTokens(chat, contextTokens, request.signal);
       if (promptTokens === undefined) {
@@ -190,7 +215,8 @@ export function createSim(options: SimOptions = {}): Sim {
           tokensPerSecond: faults.tps ?? timing.tokensPerSecond,
           ttftMs: faults.ttft ?? timing.ttftMs,
         },
-        seed: hashSeed(seed, chat.seed, model, renderPrompt(chat), JSON.stringify(chat.tools ?? null)),
+        seed: seedOf(chat),
+        continuation,
         // Negative caps (Ollama's -1 "no limit", -2 "fill the context") fall back to the default.
         maxTokens: chat.maxTokens !== undefined && chat.maxTokens >= 0 ? chat.maxTokens : defaultMaxTokens,
         startedAt,
@@ -311,4 +337,12 @@ function refuseChoices(dialect: string, flavor: string, n: number | undefined): 
   if (flavor.startsWith('llamacpp')) return 'Only one completion choice is allowed';
   if (n > MAX_CHOICES) return `tokenwire sim: n must be at most ${MAX_CHOICES}, not ${n}`;
   return undefined;
+}
+
+/** The text token bytes spell (a character split at the end is replaced, never thrown on). */
+function decodeBytes(pieces: readonly Uint8Array[]): string {
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  let text = '';
+  for (const piece of pieces) text += decoder.decode(piece, { stream: true });
+  return text + decoder.decode();
 }

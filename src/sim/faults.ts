@@ -12,6 +12,8 @@ export interface Faults {
   stall?: number;
   stallAfter?: number;
   cutAfter?: number;
+  /** Same as `cutAfter`, named for a server-wide spec (`--sim-faults die-after=N`): the replica dies. */
+  dieAfter?: number;
   errorAfter?: number;
   keepalive?: number;
   batch?: number;
@@ -90,6 +92,14 @@ export const FAULTS: readonly FaultInfo[] = [
     kind: 'count',
     key: 'cutAfter',
     description: 'after n output tokens, break the connection: no terminal event, the body stream errors',
+  },
+  {
+    name: 'die-after',
+    value: '<tokens>',
+    kind: 'count',
+    key: 'dieAfter',
+    description:
+      'the same as cut-after, named for a server-wide spec (--sim-faults): every stream of the server is cut after n tokens',
   },
   {
     name: 'error-after',

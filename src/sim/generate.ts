@@ -60,6 +60,88 @@ export interface PlanInput {
 const MAX_ANSWER_TOKENS = 400;
 
 export function planGeneration(input: PlanInput): GenerationPlan {
+  return capped(draftPlan(input), input);
+}
+
+/**
+ * The rest of an answer after a prefill: `input.request` is the request without its trailing assistant
+ * turn (its seed too), `prefill` that turn's text. When the prefill is the text of the answer's first k
+ * tokens (a text answer: no reasoning, no tool call), the plan is the answer's tokens from k on, with its
+ * finish, the output cap counting only them, and the prompt counted with the prefill in it, as
+ * llama-server continues a prefilled assistant turn. `undefined` when the prefill is not such a prefix.
+ */
+export function planContinuation(input: PlanInput, prefill: string): GenerationPlan | undefined {
+  const draft = draftPlan(input);
+  if (draft.toolCall !== undefined) return undefined;
+  const k = prefixTokens(draft.tokens, prefill);
+  if (k === undefined) return undefined;
+  draft.tokens = draft.tokens.slice(k);
+  draft.inputTokens += input.tokenizer.encode(prefill).length;
+  return capped(draft, input);
+}
+
+/**
+ * The rest of an answer whose first tokens are `ids` (token-exact continuation): the plan's tokens after
+ * them, when the answer's first `ids.length` token ids are `ids` (a text answer only). `inputTokens`
+ * replaces the prompt's count (the ids given, as a server counts a token prompt).
+ */
+export function planTokenContinuation(
+  input: PlanInput,
+  ids: readonly number[],
+  inputTokens: number,
+): GenerationPlan | undefined {
+  const draft = draftPlan(input);
+  if (draft.toolCall !== undefined || ids.length > draft.tokens.length) return undefined;
+  for (let i = 0; i < ids.length; i++) {
+    const token = draft.tokens[i] as PlannedToken;
+    if (token.channel !== 'text' || token.bytes === undefined) return undefined;
+    if (input.tokenizer.idOf(token.bytes) !== ids[i]) return undefined;
+  }
+  draft.tokens = draft.tokens.slice(ids.length);
+  draft.inputTokens = inputTokens;
+  return capped(draft, input);
+}
+
+/** The smallest k whose first k tokens (all text) release exactly `prefill`; undefined if none. */
+function prefixTokens(tokens: readonly PlannedToken[], prefill: string): number | undefined {
+  let text = '';
+  for (let k = 0; ; k++) {
+    if (text.length === prefill.length) return text === prefill ? k : undefined;
+    const token = tokens[k];
+    if (token === undefined || token.channel !== 'text') return undefined;
+    text += token.text;
+    if (text.length > prefill.length || !prefill.startsWith(text)) return undefined;
+  }
+}
+
+/** An answer before the output cap, for a plan or a continuation to cut. */
+interface DraftPlan {
+  inputTokens: number;
+  tokens: PlannedToken[];
+  toolCall: PlannedToolCall | undefined;
+  end: EndKind;
+  stopSequence: string | undefined;
+}
+
+/** The output cap applied to a draft: `length` when it cuts. */
+function capped(draft: DraftPlan, input: PlanInput): GenerationPlan {
+  let { tokens, end, stopSequence, toolCall } = draft;
+  if (tokens.length > input.maxTokens) {
+    tokens = tokens.slice(0, input.maxTokens);
+    end = 'length';
+    stopSequence = undefined;
+    if (toolCall !== undefined) toolCall = { ...toolCall, complete: false };
+  }
+  return {
+    inputTokens: draft.inputTokens,
+    tokens,
+    reasoningTokens: tokens.filter((token) => token.channel === 'reasoning').length,
+    toolCall,
+    finish: simFinish(end, input.dialect, input.flavor, stopSequence),
+  };
+}
+
+function draftPlan(input: PlanInput): DraftPlan {
   const { tokenizer, request, faults } = input;
   const rng = mulberry32(input.seed);
   const units = corpusUnits(
@@ -111,20 +193,7 @@ export function planGeneration(input: PlanInput): GenerationPlan {
       body.push({ channel: 'text', text: faults.controlTokens });
   }
 
-  let tokens = [...reasoning, ...body];
-  if (tokens.length > input.maxTokens) {
-    tokens = tokens.slice(0, input.maxTokens);
-    end = 'length';
-    stopSequence = undefined;
-    if (toolCall !== undefined) toolCall = { ...toolCall, complete: false };
-  }
-  return {
-    inputTokens,
-    tokens,
-    reasoningTokens: tokens.filter((token) => token.channel === 'reasoning').length,
-    toolCall,
-    finish: simFinish(end, input.dialect, input.flavor, stopSequence),
-  };
+  return { inputTokens, tokens: [...reasoning, ...body], toolCall, end, stopSequence };
 }
 
 /** Tokens a chat template adds around each message (`<|start_header_id|>role<|end_header_id|>\n\n … <|eot_id|>`). */

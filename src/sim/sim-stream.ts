@@ -3,8 +3,9 @@ import type { ChatRequest } from '../events/chat-request.ts';
 import type { StreamEvent, TextEvent, TokenLogprob } from '../events/stream-event.ts';
 import type { Timings, Usage } from '../events/usage.ts';
 import type { Faults } from './faults.ts';
-import { type GenerationPlan, type PlannedToken, planGeneration } from './generate.ts';
+import type { GenerationPlan, PlannedToken } from './generate.ts';
 import { hashSeed, mulberry32 } from './prng.ts';
+import { planWithContinuation, type SimContinuation } from './sim-continuation.ts';
 import { SimCutError } from './sim-cut-error.ts';
 import { SimLogprobs } from './sim-logprobs.ts';
 import type { SimOutcome } from './sim-stats.ts';
@@ -22,6 +23,8 @@ export interface SimStreamJob {
   /** With the request's `tps`/`ttft` faults applied. */
   timing: SimTiming;
   seed: number;
+  /** When the request continues an earlier answer (an assistant prefill, a token prompt). */
+  continuation?: SimContinuation | undefined;
   maxTokens: number;
   /** When the request arrived (clock ms); the schedule counts from here. */
   startedAt: number;
@@ -204,15 +207,20 @@ class SimRun {
     const wantsLogprobs = topLogprobs !== undefined || dialectId === 'tgi';
     this.#withTokenIds = dialectId === 'llamacpp' || dialectId === 'tgi';
     for (let choice = 0; choice < count; choice++) {
-      const plan = planGeneration({
-        tokenizer,
-        request: job.request,
-        seed: choice === 0 ? job.seed : hashSeed(job.seed, 'choice', choice),
-        maxTokens: job.maxTokens,
-        faults,
-        dialect: dialectId,
-        flavor: job.flavor,
-      });
+      const seedFor = (seed: number): number => (choice === 0 ? seed : hashSeed(seed, 'choice', choice));
+      const plan = planWithContinuation(
+        {
+          tokenizer,
+          request: job.request,
+          seed: seedFor(job.seed),
+          maxTokens: job.maxTokens,
+          faults,
+          dialect: dialectId,
+          flavor: job.flavor,
+        },
+        job.continuation,
+        seedFor,
+      );
       const pool = plan.tokens.flatMap((token) => (token.bytes === undefined ? [] : [token.bytes]));
       this.#choices.push({
         choice: count > 1 ? choice : undefined,
@@ -252,7 +260,12 @@ class SimRun {
 
     const jitter = mulberry32(hashSeed(job.seed, 'timing'));
     const total = Math.max(...this.#choices.map((run) => run.plan.tokens.length));
-    const cutAt = faults.cutAfter === undefined ? undefined : Math.min(faults.cutAfter, total);
+    // `die-after` is `cut-after` under a replica-level name; with both, the earlier cut wins.
+    const cutAfter =
+      faults.cutAfter === undefined || faults.dieAfter === undefined
+        ? (faults.cutAfter ?? faults.dieAfter)
+        : Math.min(faults.cutAfter, faults.dieAfter);
+    const cutAt = cutAfter === undefined ? undefined : Math.min(cutAfter, total);
     const errorAt = faults.errorAfter === undefined ? undefined : Math.min(faults.errorAfter, total);
     const stallAt = faults.stall === undefined ? undefined : (faults.stallAfter ?? Math.floor(total / 2));
     const batch = Math.max(1, Math.floor(faults.batch ?? 1));

@@ -26,7 +26,7 @@ describe('parseFaults', () => {
 
   it('reads every fault in the table', () => {
     const spec =
-      'split=1,2,bytewise,split-utf8,stall=5,stall-after=2,cut-after=3,error-after=4,keepalive=100,batch=2,' +
+      'split=1,2,bytewise,split-utf8,stall=5,stall-after=2,cut-after=3,die-after=6,error-after=4,keepalive=100,batch=2,' +
       'slow-headers=10,cumulative,status=429,tps=2.5,ttft=50,control-tokens,ignore-stop,buffer=20,' +
       'content-type=text/plain,no-done,invalid-utf8,no-usage,multilingual,framing=ndjson';
     const faults = parseFaults(spec);

@@ -1,0 +1,128 @@
+import type { ChatRequest } from '../events/chat-request.ts';
+import {
+  type GenerationPlan,
+  type PlanInput,
+  planContinuation,
+  planGeneration,
+  planTokenContinuation,
+} from './generate.ts';
+import type { SimTokenizer } from './tokenizer.ts';
+
+/**
+ * How a request may continue an earlier answer of the simulator, whose answer is a function of the
+ * prompt and the seed: an assistant prefill (the request's last turn is the assistant's), or a
+ * llama.cpp `/completion` prompt of token ids (a prompt's ids followed by ids the simulator generated).
+ */
+export type SimContinuation =
+  | {
+      readonly kind: 'prefill';
+      /** The request without its trailing assistant turn: the answer continued is this one's. */
+      readonly request: ChatRequest;
+      readonly prefill: string;
+      readonly seed: number;
+    }
+  | {
+      readonly kind: 'tokens';
+      readonly ids: readonly number[];
+      /** Each id's bytes, in order. */
+      readonly bytes: readonly Uint8Array[];
+      readonly seedOf: (request: ChatRequest) => number;
+    };
+
+/** The most generated tokens a token prompt is searched for (answers are at most ~420 tokens). */
+const MAX_CONTINUED_TOKENS = 1024;
+
+/**
+ * The request without a trailing assistant turn, and that turn's text; undefined when the last turn
+ * is not a plain assistant text turn (a turn with tool calls is not a prefill).
+ */
+export function prefillOf(chat: ChatRequest): { request: ChatRequest; prefill: string } | undefined {
+  const messages = chat.messages;
+  const last = messages?.at(-1);
+  if (messages === undefined || last === undefined || last.role !== 'assistant') return undefined;
+  if (last.toolCalls !== undefined && last.toolCalls.length > 0) return undefined;
+  return {
+    request: Object.assign({}, chat, { messages: messages.slice(0, -1) }),
+    prefill: last.content,
+  };
+}
+
+/** The token ids of a llama.cpp `/completion` prompt sent as ids (it travels in `extra.prompt`). */
+export function tokenPromptOf(chat: ChatRequest): number[] | undefined {
+  const prompt = chat.extra?.prompt;
+  if (!Array.isArray(prompt) || prompt.length === 0) return undefined;
+  for (const id of prompt)
+    if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) return undefined;
+  return prompt as number[];
+}
+
+/**
+ * The plan of one answer: the continuation's when it continues an earlier answer, else the plan of
+ * `input` (the request as sent; a token prompt decoded to its text).
+ */
+export function planWithContinuation(
+  input: PlanInput,
+  continuation: SimContinuation | undefined,
+  seedFor: (seed: number) => number,
+): GenerationPlan {
+  if (continuation?.kind === 'prefill') {
+    const continued = planContinuation(
+      Object.assign({}, input, { request: continuation.request, seed: seedFor(continuation.seed) }),
+      continuation.prefill,
+    );
+    if (continued !== undefined) return continued;
+  } else if (continuation?.kind === 'tokens') {
+    const continued = tokenContinuation(input, continuation, seedFor);
+    if (continued !== undefined) return continued;
+  }
+  return planGeneration(input);
+}
+
+/**
+ * Token-exact continuation: the ids are split into a prompt P (its ids) and k >= 1 generated ids; the
+ * first split whose P, answered as a string prompt, begins with those k ids wins (the longest
+ * continuation first: a match of k >= 1 ids is no coincidence). Splits inside a UTF-8 character are
+ * skipped (no string prompt tokenizes so).
+ */
+function tokenContinuation(
+  input: PlanInput,
+  continuation: Extract<SimContinuation, { kind: 'tokens' }>,
+  seedFor: (seed: number) => number,
+): GenerationPlan | undefined {
+  const { ids, bytes } = continuation;
+  const offsets = [0];
+  for (const piece of bytes) offsets.push((offsets.at(-1) as number) + piece.length);
+  const all = new Uint8Array(offsets.at(-1) as number);
+  bytes.forEach((piece, i) => {
+    all.set(piece, offsets[i] as number);
+  });
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  for (let j = Math.max(0, ids.length - MAX_CONTINUED_TOKENS); j < ids.length; j++) {
+    let prompt: string;
+    try {
+      prompt = decoder.decode(all.subarray(0, offsets[j]));
+    } catch {
+      continue;
+    }
+    const request = Object.assign({}, input.request, { prompt });
+    const seed = seedFor(continuation.seedOf(request));
+    const continued = planTokenContinuation(
+      Object.assign({}, input, { request, seed }),
+      ids.slice(j),
+      1 + ids.length,
+    );
+    if (continued !== undefined) return continued;
+  }
+  return undefined;
+}
+
+/** The bytes of each id; throws a RangeError naming an id the tokenizer does not have. */
+export function tokenBytesOf(tokenizer: SimTokenizer, ids: readonly number[]): Uint8Array[] {
+  return ids.map((id) => {
+    try {
+      return tokenizer.tokenBytes(id);
+    } catch {
+      throw new RangeError(`invalid token id ${id} in prompt`);
+    }
+  });
+}
