@@ -24,7 +24,8 @@
  *   round-robin's in the same round.
  *
  * stdout: the Markdown body of the RESULTS.md section. Progress on stderr. Flags: `--rounds N` (3),
- * `--seconds S` (6), `--clients N` (16), `--tokens N` (24), `--ttft-ms N` (40), `--tps N` (100),
+ * `--seconds S` (6), `--clients N` (16), `--gateways N` (1: gateways per policy, each its own pool, as
+ * `--workers N`), `--tokens N` (24), `--ttft-ms N` (40), `--tps N` (100),
  * `--slots N` (4), `--policies a,b` (round-robin first: the ratios are to it), `--no-gauges` (`/metrics`
  * answers 404, so `load` falls back to in-flight counts), `--quick`.
  */
@@ -47,6 +48,8 @@ function flag(name: string, fallback: string): string {
 const rounds = Number(flag('--rounds', quick ? '1' : '3'));
 const seconds = Number(flag('--seconds', quick ? '3' : '6'));
 const clients = Number(flag('--clients', '16'));
+/** Gateways per policy, each with its own pool, the clients spread over them: what `--workers N` does. */
+const gatewayCount = Number(flag('--gateways', '1'));
 const tokens = Number(flag('--tokens', '24'));
 const ttftMs = Number(flag('--ttft-ms', '40'));
 const tps = Number(flag('--tps', '100'));
@@ -151,7 +154,7 @@ interface Cell {
 }
 
 async function runCell(
-  url: string,
+  urls: readonly string[],
   sims: ReturnType<typeof withSlots>[],
   cellSeconds: number,
 ): Promise<Cell> {
@@ -165,6 +168,7 @@ async function runCell(
     Array.from({ length: clients }, async (_, client) => {
       const random = seededRandom(1000 + client);
       while (performance.now() < deadline) {
+        const url = urls[client % urls.length]!;
         const result = await complete({ url: `${url}/v1/chat/completions`, body: conversation(random) });
         if (!result.complete || result.metrics.ttftMs === undefined || result.metrics.totalMs === undefined) {
           incomplete += 1;
@@ -208,21 +212,29 @@ const upstreams: Upstream[] = servedSims.map((served, i) => ({
   models: ['sim'],
   fetch: upstreamFetch,
 }));
-const gateways: { policy: BalancePolicy; gateway: Gateway; served: ServedHandler }[] = [];
+const gateways: { policy: BalancePolicy; gateways: Gateway[]; served: ServedHandler[]; urls: string[] }[] =
+  [];
 for (const policy of POLICIES) {
-  const gateway = createGateway({ upstreams, balance: policy, healthIntervalMs: 250 });
-  gateways.push({ policy, gateway, served: await serve(gateway.fetch) });
+  const entry = { policy, gateways: [] as Gateway[], served: [] as ServedHandler[], urls: [] as string[] };
+  for (let i = 0; i < gatewayCount; i++) {
+    const gateway = createGateway({ upstreams, balance: policy, healthIntervalMs: 250 });
+    const served = await serve(gateway.fetch);
+    entry.gateways.push(gateway);
+    entry.served.push(served);
+    entry.urls.push(served.url);
+  }
+  gateways.push(entry);
 }
 
 log(
   `4 replicas (${SLOW} 4× slower), ${slots} slots each, ${clients} clients, ${tokens} tokens; warm-up, then ${rounds} rounds × ${POLICIES.length} policies × ${seconds} s`,
 );
-for (const g of gateways) await runCell(g.served.url, sims, Math.min(1.5, seconds));
+for (const g of gateways) await runCell(g.urls, sims, Math.min(1.5, seconds));
 const cells = new Map<BalancePolicy, Cell[]>(POLICIES.map((p) => [p, []]));
 for (let round = 0; round < rounds; round++) {
   const order = [...gateways.slice(round % gateways.length), ...gateways.slice(0, round % gateways.length)];
   for (const g of order) {
-    const cell = await runCell(g.served.url, sims, seconds);
+    const cell = await runCell(g.urls, sims, seconds);
     cells.get(g.policy)!.push(cell);
     log(
       `round ${round + 1} ${g.policy}: ${cell.requests} requests, TTFT p50 ${fmt(quantile(cell.ttft, 0.5), 0)} p99 ${fmt(quantile(cell.ttft, 0.99), 0)} ms, e2e p99 ${fmt(quantile(cell.e2e, 0.99), 0)} ms, ${fmt(cell.slowShare * 100, 1)} % on ${SLOW}${cell.incomplete > 0 ? `, ${cell.incomplete} incomplete` : ''}`,
@@ -230,8 +242,8 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 for (const g of gateways) {
-  await g.served.close();
-  await g.gateway.close();
+  for (const served of g.served) await served.close();
+  for (const gateway of g.gateways) await gateway.close();
 }
 for (const served of servedSims) await served.close();
 
@@ -247,7 +259,7 @@ const e2eP99 = (cell: Cell) => quantile(cell.e2e, 0.99);
 const ms = (s: Spread) => fmtSpread(s, 0);
 console.log(
   [
-    `4 simulator replicas of one model over HTTP on loopback, \`r0\`–\`r2\` ${ttftMs} ms to the first token and ${tps} tokens/s, \`${SLOW}\` 4× slower in both, each behind ${slots} slots as llama-server \`-np ${slots}\` (a request beyond them waits for one) and answering \`GET /metrics\` with llama-server's gauges from its live counts (\`llamacpp:requests_processing\`, \`requests_deferred\`), which \`load\` scrapes every 250 ms (the simulator alone has neither slots nor \`/metrics\`)${gaugesOn ? '' : '; **this run: `--no-gauges`, `/metrics` answers 404 and `load` falls back to in-flight counts**'}. One in-process gateway per policy (\`createGateway\` + \`serve\`, undici's upstream fetch), one loaded at a time. Closed loop: ${clients} clients, each an OpenAI chat stream of ${tokens} tokens after the last (tokenwire \`complete()\`), ${seconds} s per cell; the requests are 1–3-turn conversations over 32 openings, the same seeded sequence for every policy. ${rounds} rounds, the policies' order rotating. TTFT and end-to-end as the client measured them: p50, p90 (TTFT) and p99 per cell, median (min–max) over the rounds; "× round-robin" is the ratio to round-robin's in the same round.`,
+    `4 simulator replicas of one model over HTTP on loopback, \`r0\`–\`r2\` ${ttftMs} ms to the first token and ${tps} tokens/s, \`${SLOW}\` 4× slower in both, each behind ${slots} slots as llama-server \`-np ${slots}\` (a request beyond them waits for one) and answering \`GET /metrics\` with llama-server's gauges from its live counts (\`llamacpp:requests_processing\`, \`requests_deferred\`), which \`load\` scrapes every 250 ms (the simulator alone has neither slots nor \`/metrics\`)${gaugesOn ? '' : '; **this run: `--no-gauges`, `/metrics` answers 404 and `load` falls back to in-flight counts**'}. ${gatewayCount === 1 ? 'One in-process gateway' : `${gatewayCount} in-process gateways, each with its own pool, the clients spread over them (as \`--workers ${gatewayCount}\` would),`} per policy (\`createGateway\` + \`serve\`, undici's upstream fetch), one policy loaded at a time. Closed loop: ${clients} clients, each an OpenAI chat stream of ${tokens} tokens after the last (tokenwire \`complete()\`), ${seconds} s per cell; the requests are 1–3-turn conversations over 32 openings, the same seeded sequence for every policy. ${rounds} rounds, the policies' order rotating. TTFT and end-to-end as the client measured them: p50, p90 (TTFT) and p99 per cell, median (min–max) over the rounds; "× round-robin" is the ratio to round-robin's in the same round.`,
     '',
     `| policy | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | p99 TTFT × round-robin | e2e p50 ms | e2e p99 ms | p99 e2e × round-robin | share on ${SLOW} | requests/s | incomplete |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
