@@ -37,7 +37,7 @@ function post(gateway: { fetch(request: Request): Promise<Response> }, path: str
 
 const chat = (model: string) => ({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
 
-test('a model no upstream lists gets the OpenAI server’s 404, and no upstream is called', async () => {
+test('a model no upstream lists gets the OpenAI server’s 404 naming the models served, and no upstream is called', async () => {
   const a = simUpstream('a', ['alpha']);
   const b = simUpstream('b', ['beta']);
   const gateway = createGateway({ upstreams: [a.upstream, b.upstream] });
@@ -45,7 +45,11 @@ test('a model no upstream lists gets the OpenAI server’s 404, and no upstream 
     const response = await post(gateway, '/v1/chat/completions', { ...chat('gamma'), stream: true });
     assert.equal(response.status, 404);
     const body = (await response.json()) as { error: { message: string; type: string } };
-    assert.equal(body.error.message, 'The model `gamma` does not exist.');
+    // The server's own words, then (several servers behind the gateway) the models there are.
+    assert.equal(
+      body.error.message,
+      'The model `gamma` does not exist. The models served here: alpha, beta.',
+    );
     assert.equal(body.error.type, 'NotFoundError');
     assert.deepEqual([...a.calls, ...b.calls], []);
   } finally {
@@ -60,7 +64,9 @@ test('Ollama clients get Ollama’s "model not found", and a listed model is rou
   try {
     const missing = await post(gateway, '/api/chat', chat('gamma'));
     assert.equal(missing.status, 404);
-    assert.deepEqual(await missing.json(), { error: 'model "gamma" not found, try pulling it first' });
+    assert.deepEqual(await missing.json(), {
+      error: 'model "gamma" not found, try pulling it first. The models served here: alpha:latest, beta.',
+    });
     // `alpha` is `alpha:latest` to Ollama.
     const found = await post(gateway, '/api/chat', { ...chat('alpha'), stream: false });
     assert.equal(found.status, 200, await found.clone().text());

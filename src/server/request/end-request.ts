@@ -6,7 +6,7 @@ import { errorMessage, errorResponse, upstreamFailureResponse } from '../http/ga
 import type { OutputFormat } from '../http/output-format.ts';
 import { abbreviatedStreamId } from '../http/stream-id.ts';
 import { type LogLevel, levelOf, logs, type RequestLog, redactUrls } from '../observability/request-log.ts';
-import { attemptFailure } from '../pool/attempt-failure.ts';
+import { type AttemptFailure, attemptFailure } from '../pool/attempt-failure.ts';
 import { callOutcome } from '../pool/call-outcome.ts';
 import type { Call } from './call.ts';
 import type { RequestEnd } from './request-end.ts';
@@ -104,14 +104,22 @@ export const TRY_ANOTHER_REPLICA: Response = new Response(null, { status: 599 })
  * counted, and the next replica's lease waits in `call.routing.next`.
  */
 function anotherReplica(ctx: GatewayContext, call: Call, error: unknown): Response | undefined {
+  return nextReplica(ctx, call, attemptFailure(error)) ? TRY_ANOTHER_REPLICA : undefined;
+}
+
+/**
+ * The next replica for a request whose attempt failed before any of its events reached the client
+ * (`anotherReplica`; relay-stream.ts after its 200 went out with only keepalives): true when there is
+ * one, its lease waiting in `call.routing.next`, the failed replica told how its call went.
+ */
+export function nextReplica(ctx: GatewayContext, call: Call, failure: AttemptFailure | undefined): boolean {
   const { scope, routing } = call;
-  const failure = attemptFailure(error);
   const lease = scope.lease;
-  if (failure === undefined || !failure.retryable || lease === undefined) return undefined;
-  if ((scope.attempts?.length ?? 0) >= ctx.retries || call.request.signal.aborted) return undefined;
+  if (failure === undefined || !failure.retryable || lease === undefined) return false;
+  if ((scope.attempts?.length ?? 0) >= ctx.retries || call.request.signal.aborted) return false;
   routing.tried.add(lease.replica);
   const next = ctx.pool.acquire(routing.model, call.dialect.id, routing.key, routing.tried);
-  if (next === undefined) return undefined;
+  if (next === undefined) return false;
   scope.lease = undefined;
   lease.release(failure.outcome);
   if (failure.retryAfterMs !== undefined) lease.replica.health.backOff(failure.retryAfterMs, Date.now());
@@ -119,7 +127,7 @@ function anotherReplica(ctx: GatewayContext, call: Call, error: unknown): Respon
   scope.attempts.push(lease.replica.name);
   ctx.metrics.retries.inc({ route: call.dialect.id, upstream: lease.replica.name, outcome: failure.outcome });
   routing.next = next;
-  return TRY_ANOTHER_REPLICA;
+  return true;
 }
 
 /** An answer's token counts, by who counted them. */

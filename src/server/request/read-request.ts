@@ -97,9 +97,19 @@ export function routeRequest(
   const { model, dropAllowed, includePrompt, flush } = routing;
   const serving = ctx.pool.serving(model, dialect.id);
   if (serving.length === 0) {
-    // Every upstream lists its models and none has this one: the client's server would say so.
+    // Every upstream lists its models and none has this one: the client's server would say so, and in
+    // front of several servers the gateway adds which models there are (no one server's list says it).
     const missing = modelNotFound(dialect, model ?? '');
-    return rejectRequest(ctx, dialect, scope, missing.status, missing.message, missing.errorType);
+    return rejectRequest(
+      ctx,
+      dialect,
+      scope,
+      missing.status,
+      ctx.pool.replicas.length > 1
+        ? `${missing.message}${/[.!?]$/.test(missing.message) ? '' : '.'} ${modelsHere(ctx.pool.models())}`
+        : missing.message,
+      missing.errorType,
+    );
   }
   const lease = routing.next ?? ctx.pool.acquire(model, dialect.id, routing.key, routing.tried);
   routing.next = undefined;
@@ -232,4 +242,10 @@ function takeDropParams(body: unknown): boolean | undefined {
   if (typeof value !== 'boolean')
     throw new RequestError('drop_params must be true or false', { field: 'drop_params' });
   return value;
+}
+
+/** The models a pool serves, for its "model not found": at most 20 named. */
+function modelsHere(models: readonly string[]): string {
+  const named = models.slice(0, 20).join(', ');
+  return `The models served here: ${named}${models.length > 20 ? `, and ${models.length - 20} more` : ''}.`;
 }

@@ -1,5 +1,6 @@
 import { runStream } from '../../client/run-stream.ts';
 import type { DialectId } from '../../dialects/dialect.ts';
+import type { Result } from '../../events/result.ts';
 import type { Frame } from '../../wire/frame.ts';
 import type { ActiveStream, GatewayContext, Relay } from '../gateway-context.ts';
 import { clientBucket, clientIdentityOf } from '../http/client-identity.ts';
@@ -8,6 +9,7 @@ import { PLAIN_TEXT_HEADERS } from '../http/output-format.ts';
 import { directOnlyResponse, takesDirectResponse } from '../http/response-output.ts';
 import type { StreamOutcome } from '../observability/gateway-metrics.ts';
 import type { EndState } from '../observability/request-log.ts';
+import { type AttemptFailure, attemptFailure } from '../pool/attempt-failure.ts';
 import { type FlushPolicy, isCoalescing, TextCoalescer } from '../relay/coalescer.ts';
 import { PlainTextRelay } from '../relay/plain-text-relay.ts';
 import { StreamRelay } from '../relay/stream-relay.ts';
@@ -15,7 +17,9 @@ import { VerbatimFrames } from '../relay/verbatim-frames.ts';
 import { MemoryResumeStore } from '../resume/memory-resume-store.ts';
 import { responseIdFor } from '../routes/responses-cursor.ts';
 import type { Call } from './call.ts';
-import { countTokens, endRequest, upstreamFailed } from './end-request.ts';
+import { countTokens, endRequest, nextReplica, upstreamFailed } from './end-request.ts';
+import { routeRequest } from './read-request.ts';
+import { upstreamCall } from './upstream-call.ts';
 
 /** Same-dialect streams re-encoded unless `sameDialectRelay: 'verbatim'` (see GatewayOptions). */
 const RE_ENCODED_BY_DEFAULT = new Set<DialectId>(['openai-responses', 'anthropic-messages']);
@@ -34,6 +38,8 @@ interface StreamState extends ActiveStream {
   wake: (() => void) | undefined;
   /** With `keepStreamOnDisconnect`: aborts the detached upstream after `detachedTimeoutMs`. */
   detachTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The upstream produced an event of this attempt: from then on a failure ends the stream. */
+  relayed: boolean;
   /**
    * The response failed after the upstream call started and before it was returned (the catch below):
    * the call was aborted and the request answered elsewhere (a 500), so the run's ending is not logged.
@@ -49,7 +55,10 @@ export async function relayStream(
   includePrompt: boolean,
   flush: FlushPolicy | undefined,
 ): Promise<Response> {
-  const { dialect, request, scope, chat, labels, target, runOptions, base, upstreamAbort } = call;
+  const { dialect, request, scope, chat } = call;
+  // What belongs to the attempt: another replica may take over before any event reached the client.
+  let { labels, target, runOptions, base } = call;
+  let current = call;
   const trace = scope.trace;
   const startedAt = scope.startedAt;
   const flavor = ctx.options.flavors?.[dialect.id];
@@ -67,8 +76,9 @@ export async function relayStream(
     relay: undefined,
     verbatim: undefined,
     coalescer: undefined,
-    upstreamAbort,
+    upstreamAbort: call.upstreamAbort,
     left: false,
+    relayed: false,
     upstreamStopped: false,
     firstContentAt: undefined,
     early: undefined,
@@ -98,11 +108,14 @@ export async function relayStream(
     state.relay?.clientLeft();
     trace?.clientLeft();
     if (ctx.options.keepStreamOnDisconnect === true) {
-      state.detachTimer ??= setTimeout(() => upstreamAbort.abort(), ctx.options.detachedTimeoutMs ?? 60000);
+      state.detachTimer ??= setTimeout(
+        () => state.upstreamAbort.abort(),
+        ctx.options.detachedTimeoutMs ?? 60000,
+      );
       return;
     }
     state.upstreamStopped = true;
-    upstreamAbort.abort();
+    state.upstreamAbort.abort();
   };
   // Only the signal is kept: the Request (headers, URL, spent body) can go once the response is out.
   const clientSignal = request.signal;
@@ -185,152 +198,213 @@ export async function relayStream(
   // One handler on the run for the whole stream (each extra then/race/finally would stay attached to
   // every open stream). Until the response is returned (and the relay built), a failure is early: it
   // goes back as an HTTP error.
-  const run = runStream(
-    target,
-    // An error status is not "ready": the run rejects with it right after, and it is passed on as such.
-    Object.assign({}, runOptions, {
-      onResponse: (response: Response) => (response.ok ? state.wake?.() : undefined),
-      onFrame: verbatim ? (frame: Frame) => state.verbatim?.frames.frame(frame) : undefined,
-    }),
-    {
-      onEvent: (event) => {
-        if (
-          state.firstContentAt === undefined &&
-          (event.type === 'text' ||
-            (event.type === 'reasoning' && event.text !== '') ||
-            event.type === 'tool-call-delta')
-        ) {
-          state.firstContentAt = ctx.now();
-          trace?.firstToken(state.firstContentAt - startedAt);
-        }
-        if (state.verbatim !== undefined) state.verbatim.frames.event(event);
-        else if (event.type === 'error')
-          return; // written once, as the stream's ending
-        else if (state.coalescer !== undefined) state.coalescer.push(event);
-        else state.relay!.event(event);
+  const startRun = () =>
+    runStream(
+      target,
+      // An error status is not "ready": the run rejects with it right after, and it is passed on as such.
+      Object.assign({}, runOptions, {
+        onResponse: (response: Response) => (response.ok ? state.wake?.() : undefined),
+        onFrame: verbatim ? (frame: Frame) => state.verbatim?.frames.frame(frame) : undefined,
+      }),
+      {
+        onEvent: (event) => {
+          state.relayed = true;
+          if (
+            state.firstContentAt === undefined &&
+            (event.type === 'text' ||
+              (event.type === 'reasoning' && event.text !== '') ||
+              event.type === 'tool-call-delta')
+          ) {
+            state.firstContentAt = ctx.now();
+            trace?.firstToken(state.firstContentAt - startedAt);
+          }
+          if (state.verbatim !== undefined) state.verbatim.frames.event(event);
+          else if (event.type === 'error')
+            return; // written once, as the stream's ending
+          else if (state.coalescer !== undefined) state.coalescer.push(event);
+          else state.relay!.event(event);
+        },
+        afterChunk: () => {
+          state.verbatim?.frames.flush();
+          state.relay!.flushEncoder();
+        },
+        backpressure: () => state.relay!.backpressure(),
+        consumer: state.upstreamAbort,
       },
-      afterChunk: () => {
-        state.verbatim?.frames.flush();
-        state.relay!.flushEncoder();
-      },
-      backpressure: () => state.relay!.backpressure(),
-      consumer: upstreamAbort,
-    },
-  );
+    ).then(onResult, onFailure);
   const streamLog = sse ? streamId : undefined;
   const ended = () => {
     if (state.detachTimer !== undefined) clearTimeout(state.detachTimer);
     clientSignal.removeEventListener('abort', clientGone);
     ctx.finish(state, labels);
   };
-  run.then(
-    (result) => {
-      if (state.abandoned) return ended();
-      // The upstream answered, so the relay was built (after the wait below, or its timeout).
-      const relay = state.relay!;
+  /**
+   * After the response went out (a 200 and keepalives) and before any event of this attempt: a failure
+   * another replica may not have sends the request there, under the same client stream (routed and set
+   * up again; re-encoded when the new replica speaks another dialect). True when it went.
+   */
+  const tryAnother = (failure: AttemptFailure | undefined): boolean => {
+    if (state.relay === undefined || state.relayed || state.left || state.abandoned) return false;
+    if (!nextReplica(ctx, current, failure)) return false;
+    void switchReplica();
+    return true;
+  };
+  const switchReplica = async () => {
+    const read = routeRequest(ctx, dialect, scope, current.routing);
+    let next: Call | undefined;
+    if (!(read instanceof Response)) {
+      const nextLabels = ctx.labelSets.of(dialect.id, read.upstream.name);
       try {
-        trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? ctx.now() - startedAt);
-        state.coalescer?.flush();
-        relay.flushEncoder();
-        let outcome: StreamOutcome;
-        let endState: EndState;
-        let closing: 'complete' | 'failed' | 'cancelled';
-        const relayed = state.verbatim;
-        if (result.complete) {
-          // A verbatim stream's ending (its `[DONE]`, `done: true` line…) was the upstream's own.
-          if (relayed !== undefined) {
-            relayed.frames.flush();
-            relayed.relay.endAsRelayed();
-          } else relay.end(result);
-          outcome = 'completed';
-          endState = result.truncated ? 'truncated' : 'completed';
-          closing = 'complete';
-          if (result.truncated) ctx.metrics.truncated.inc(labels);
-        } else if (result.incomplete === 'aborted' && state.upstreamStopped) {
-          relay.abort();
-          outcome = 'cancelled';
-          endState = 'cancelled';
-          closing = 'cancelled';
-        } else if (relayed !== undefined && result.incomplete === 'server-error' && relayed.frames.sawError) {
-          // The upstream wrote its own error event, which went on as it was: nothing to add.
+        const setUp = upstreamCall(ctx, dialect, request, scope, read, nextLabels, streamId);
+        next = setUp instanceof Promise ? await setUp : setUp;
+      } catch (error) {
+        endRequest(ctx, scope, Object.assign({}, base, { status: 200, outcome: 'error' as const, error }));
+      }
+      if (next !== undefined) {
+        ctx.metrics.requests.inc(nextLabels);
+        ctx.finish(state, labels);
+        ctx.active.add(state);
+        ctx.metrics.active.add(nextLabels, 1);
+        labels = nextLabels;
+      }
+    }
+    if (next === undefined) {
+      // Ended already (a refusal, or the set-up failed): the client's stream ends with the error.
+      state.coalescer?.flush();
+      state.relay?.fail({
+        message: `no other upstream could take the request (request id ${scope.requestId})`,
+        status: 502,
+      });
+      if (sse) ctx.store.close(streamId, 'failed').catch(() => {});
+      ended();
+      return;
+    }
+    current = next;
+    target = next.target;
+    runOptions = next.runOptions;
+    base = next.base;
+    state.upstreamAbort = next.upstreamAbort;
+    if (state.left && !state.upstreamStopped) state.upstreamStopped = true;
+    if (state.left) next.upstreamAbort.abort();
+    // A replica of another dialect: its events are re-encoded (nothing of the first was written).
+    if (state.verbatim !== undefined && next.target.dialect !== dialect.id) state.verbatim = undefined;
+    startRun();
+  };
+  function onResult(result: Result): void {
+    if (state.abandoned) {
+      ended();
+      return;
+    }
+    if (!result.complete && !state.upstreamStopped && tryAnother(resultFailure(result))) return;
+    // The upstream answered, so the relay was built (after the wait below, or its timeout).
+    const relay = state.relay!;
+    try {
+      trace?.upstreamEnded(result, undefined, result.metrics.totalMs ?? ctx.now() - startedAt);
+      state.coalescer?.flush();
+      relay.flushEncoder();
+      let outcome: StreamOutcome;
+      let endState: EndState;
+      let closing: 'complete' | 'failed' | 'cancelled';
+      const relayed = state.verbatim;
+      if (result.complete) {
+        // A verbatim stream's ending (its `[DONE]`, `done: true` line…) was the upstream's own.
+        if (relayed !== undefined) {
           relayed.frames.flush();
           relayed.relay.endAsRelayed();
-          outcome = 'error';
-          endState = outcome;
-          closing = 'failed';
-        } else {
-          // A refused payload is not passed on; anything else the upstream wrote before the failure is.
-          if (result.incomplete === 'malformed') relayed?.frames.discard();
-          else relayed?.frames.flush();
-          relay.fail(
-            {
-              message: `the upstream failed: ${withoutAddresses(result.error?.message ?? result.incomplete ?? 'the stream failed')} (request id ${scope.requestId})`,
-              status: result.error?.status ?? 502,
-              errorType: result.error?.errorType,
-            },
-            result,
-          );
-          outcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
-          endState = outcome;
-          closing = 'failed';
-        }
-        if (sse) ctx.store.close(streamId, closing).catch(() => {});
-        ctx.metrics.streams.inc(ctx.labelSets.with(labels, 'outcome', outcome));
-        countTokens(ctx, labels, result);
-        const ttftMs = state.firstContentAt === undefined ? undefined : state.firstContentAt - startedAt;
-        if (ttftMs !== undefined) ctx.metrics.ttft.observe(labels, ttftMs / 1000);
-        ctx.metrics.interChunk.observeEach(labels, result.metrics.interChunkMs, 1 / 1000);
-        ctx.metrics.duration.observe(labels, (ctx.now() - startedAt) / 1000);
-        endRequest(
-          ctx,
-          scope,
-          Object.assign({}, base, {
-            status: 200,
-            outcome,
-            result,
-            endState,
-            ttftMs,
-            firstContentAt: state.firstContentAt,
-            streamId: streamLog,
-          }),
+        } else relay.end(result);
+        outcome = 'completed';
+        endState = result.truncated ? 'truncated' : 'completed';
+        closing = 'complete';
+        if (result.truncated) ctx.metrics.truncated.inc(labels);
+      } else if (result.incomplete === 'aborted' && state.upstreamStopped) {
+        relay.abort();
+        outcome = 'cancelled';
+        endState = 'cancelled';
+        closing = 'cancelled';
+      } else if (relayed !== undefined && result.incomplete === 'server-error' && relayed.frames.sawError) {
+        // The upstream wrote its own error event, which went on as it was: nothing to add.
+        relayed.frames.flush();
+        relayed.relay.endAsRelayed();
+        outcome = 'error';
+        endState = outcome;
+        closing = 'failed';
+      } else {
+        // A refused payload is not passed on; anything else the upstream wrote before the failure is.
+        if (result.incomplete === 'malformed') relayed?.frames.discard();
+        else relayed?.frames.flush();
+        relay.fail(
+          {
+            message: `the upstream failed: ${withoutAddresses(result.error?.message ?? result.incomplete ?? 'the stream failed')} (request id ${scope.requestId})`,
+            status: result.error?.status ?? 502,
+            errorType: result.error?.errorType,
+          },
+          result,
         );
-      } finally {
-        ended();
+        outcome = result.incomplete === 'server-error' ? 'error' : 'incomplete';
+        endState = outcome;
+        closing = 'failed';
       }
-    },
-    (error: unknown) => {
-      if (state.abandoned) return ended();
-      if (state.relay === undefined) {
-        state.early = error ?? new Error('upstream failed');
-        state.wake?.();
-        return;
-      }
-      const relay = state.relay;
-      try {
-        state.coalescer?.flush();
-        state.verbatim?.frames.flush();
-        relay.fail({
-          message: `${describeUpstreamFailure(error).message} (request id ${scope.requestId})`,
-          status: 502,
-        });
-        if (sse) ctx.store.close(streamId, 'failed').catch(() => {});
-        ctx.metrics.streams.inc(ctx.labelSets.with(labels, 'outcome', 'error'));
-        endRequest(
-          ctx,
-          scope,
-          Object.assign({}, base, {
-            status: 200,
-            outcome: 'error' as const,
-            error,
-            endState: 'error' as const,
-            streamId: streamLog,
-          }),
-        );
-      } finally {
-        ended();
-      }
-    },
-  );
+      if (sse) ctx.store.close(streamId, closing).catch(() => {});
+      ctx.metrics.streams.inc(ctx.labelSets.with(labels, 'outcome', outcome));
+      countTokens(ctx, labels, result);
+      const ttftMs = state.firstContentAt === undefined ? undefined : state.firstContentAt - startedAt;
+      if (ttftMs !== undefined) ctx.metrics.ttft.observe(labels, ttftMs / 1000);
+      ctx.metrics.interChunk.observeEach(labels, result.metrics.interChunkMs, 1 / 1000);
+      ctx.metrics.duration.observe(labels, (ctx.now() - startedAt) / 1000);
+      endRequest(
+        ctx,
+        scope,
+        Object.assign({}, base, {
+          status: 200,
+          outcome,
+          result,
+          endState,
+          ttftMs,
+          firstContentAt: state.firstContentAt,
+          streamId: streamLog,
+        }),
+      );
+    } finally {
+      ended();
+    }
+  }
+  function onFailure(error: unknown): void {
+    if (state.abandoned) {
+      ended();
+      return;
+    }
+    if (tryAnother(attemptFailure(error))) return;
+    if (state.relay === undefined) {
+      state.early = error ?? new Error('upstream failed');
+      state.wake?.();
+      return;
+    }
+    const relay = state.relay;
+    try {
+      state.coalescer?.flush();
+      state.verbatim?.frames.flush();
+      relay.fail({
+        message: `${describeUpstreamFailure(error).message} (request id ${scope.requestId})`,
+        status: 502,
+      });
+      if (sse) ctx.store.close(streamId, 'failed').catch(() => {});
+      ctx.metrics.streams.inc(ctx.labelSets.with(labels, 'outcome', 'error'));
+      endRequest(
+        ctx,
+        scope,
+        Object.assign({}, base, {
+          status: 200,
+          outcome: 'error' as const,
+          error,
+          endState: 'error' as const,
+          streamId: streamLog,
+        }),
+      );
+    } finally {
+      ended();
+    }
+  }
+  startRun();
 
   // Any failure from here until the response is returned (the store, the relay's set-up) comes after
   // the upstream call started: the call is aborted and the stream ended at once, so no generation runs
@@ -370,10 +444,18 @@ export async function relayStream(
   } catch (error) {
     state.abandoned = true;
     state.upstreamStopped = true;
-    upstreamAbort.abort();
+    state.upstreamAbort.abort();
     ctx.finish(state, labels);
     clientSignal.removeEventListener('abort', clientGone);
     if (opened) ctx.store.close(streamId, 'failed').catch(() => {});
     throw error;
   }
+}
+
+/** What a stream that ended with none of its events says of its replica: cut, or silent too long. */
+function resultFailure(result: Result): AttemptFailure | undefined {
+  if (result.incomplete === 'connection-closed') return { outcome: 'unreachable', retryable: true };
+  if (result.incomplete === 'first-byte-timeout' || result.incomplete === 'idle-timeout')
+    return { outcome: 'timeout', retryable: true };
+  return undefined;
 }

@@ -9,6 +9,7 @@ import type { RequestLog } from '../../../src/server/observability/request-log.t
 import type { Upstream } from '../../../src/server/upstream/upstream.ts';
 import { createSim, type Sim } from '../../../src/sim/index.ts';
 import type { SimOptions } from '../../../src/sim/sim-options.ts';
+import { scriptServer } from '../../helpers/script-server.ts';
 
 /** Simulators over HTTP, each an upstream of the gateway, and the gateway over HTTP in front of them. */
 const open: { close(): Promise<void> }[] = [];
@@ -71,7 +72,18 @@ describe('the gateway in front of a pool of servers', () => {
     assert.equal(b.sim.stats.log.length, 1);
     const models = (await (await fetch(`${g.url}/v1/models`)).json()) as { data: { id: string }[] };
     assert.deepEqual(models.data.map((m) => m.id).sort(), ['llama', 'qwen']);
-    assert.equal((await post(g.url, chat('nope'))).status, 404);
+    const missing = await post(g.url, chat('nope'));
+    assert.equal(missing.status, 404);
+    assert.match(missing.text, /The model `nope` does not exist\. The models served here: qwen, llama\./);
+    const ollama = await fetch(`${g.url}/api/chat`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(ollama.status, 404);
+    assert.match(
+      ((await ollama.json()) as { error: string }).error,
+      /not found.*The models served here: qwen, llama/,
+    );
   });
 
   it('least-busy spreads one-at-a-time requests over the replicas; round-robin follows the weights', async () => {
@@ -201,6 +213,40 @@ describe('the gateway in front of a pool of servers', () => {
     assert.match(metrics, /tokenwire_upstream_cooldowns_total\{upstream="dead"\} 1/);
     assert.deepEqual(logs.at(-1)?.attempts, ['dead']);
     assert.equal(logs.at(-1)?.upstream, 'good');
+  });
+
+  it('a replica that holds its headers past its timeout after the 200 went out: keepalives, then another replica answers on the same stream', async () => {
+    const slow = await scriptServer({ headersDelayMs: 20_000, steps: [{ write: 'never' }] });
+    open.push(slow);
+    const good = await replica('good');
+    const logs: RequestLog[] = [];
+    const g = await gateway(
+      [
+        { name: 'slow', url: slow.url, dialects: DIALECT_IDS, models: ['sim'], timeouts: { connectMs: 800 } },
+        Object.assign({}, good.upstream, { timeouts: { connectMs: 800 } }),
+      ],
+      {
+        upstreamHeadersWaitMs: 50,
+        keepaliveMs: 100,
+        balance: 'round-robin',
+        onLog: (record) => logs.push(record),
+      },
+    );
+    const answer = await post(g.url, chat('sim'));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get('x-tokenwire-upstream'), 'slow', 'the 200 went out while slow was tried');
+    const firstData = answer.text.indexOf('data: ');
+    assert.ok(answer.text.slice(0, firstData).includes('\n:'), 'keepalive comments while it waited');
+    assert.match(answer.text, /data: \[DONE\]/);
+    assert.equal(good.sim.stats.log.length, 1, 'the good replica answered');
+    assert.deepEqual(logs.at(-1)?.attempts, ['slow']);
+    assert.equal(logs.at(-1)?.upstream, 'good');
+    assert.equal(logs.at(-1)?.outcome, 'completed');
+    const metrics = await (await fetch(`${g.url}/metrics`)).text();
+    assert.match(
+      metrics,
+      /tokenwire_upstream_retries_total\{outcome="timeout",route="openai-chat",upstream="slow"\} 1/,
+    );
   });
 
   it('the client library reads a pooled stream like any other', async () => {
