@@ -79,6 +79,8 @@ export class GatewayContext {
   readonly pool: UpstreamPool;
   /** Further replicas a request may go to before its first byte reaches the client. */
   readonly retries: number;
+  /** How long since a request arrived its failures may still go to another replica (ms). */
+  readonly retryBudgetMs: number;
   /** The streams being relayed now. */
   readonly active = new Set<ActiveStream>();
   /** Set by `close()`: new requests get 503. */
@@ -96,6 +98,7 @@ export class GatewayContext {
     this.telemetry = options.telemetry === undefined ? undefined : new GatewayTelemetry(options.telemetry);
     this.pool = new UpstreamPool(options.upstreams, { balance: options.balance });
     this.retries = options.retries ?? 2;
+    this.retryBudgetMs = options.retryBudgetMs ?? 30_000;
     const now = Date.now();
     for (const name of options.downAtStart ?? [])
       this.pool.replicas.find((replica) => replica.name === name)?.health.probed('down', now);

@@ -17,6 +17,11 @@ export interface GatewayOptions {
   balance?: BalancePolicy | undefined;
   /** Further replicas tried before the first byte reaches the client (`--retries`). Default 2. */
   retries?: number | undefined;
+  /**
+   * No further replica is tried once the request has been waiting this long (ms since it arrived), so a
+   * client is never held by a chain of slow failures. Default 30000.
+   */
+  retryBudgetMs?: number | undefined;
   /** Names of upstreams found down at start (their probe failed): the pool starts them as down. */
   downAtStart?: readonly string[] | undefined;
   /**

@@ -117,6 +117,7 @@ export function nextReplica(ctx: GatewayContext, call: Call, failure: AttemptFai
   const lease = scope.lease;
   if (failure === undefined || !failure.retryable || lease === undefined) return false;
   if ((scope.attempts?.length ?? 0) >= ctx.retries || call.request.signal.aborted) return false;
+  if (ctx.now() - scope.startedAt > ctx.retryBudgetMs) return false;
   routing.tried.add(lease.replica);
   const next = ctx.pool.acquire(routing.model, call.dialect.id, routing.key, routing.tried);
   if (next === undefined) return false;

@@ -143,6 +143,29 @@ describe('the gateway in front of a pool of servers', () => {
     assert.match(metrics, /tokenwire_upstream_retries_total\{[^}]*upstream="dead"[^}]*\} 1/);
   });
 
+  it('no retry once the request has waited past the retry budget, nor beyond --retries', async () => {
+    const good = await replica('good');
+    const dead = (name: string): Upstream => ({ name, url: '', dialects: DIALECT_IDS, models: ['sim'] });
+    const spent = await gateway([Object.assign(dead('dead'), { url: await refusingUrl() }), good.upstream], {
+      retryBudgetMs: -1,
+    });
+    const refused = await post(spent.url, chat('sim'));
+    assert.equal(refused.status, 502);
+    assert.equal(good.sim.stats.log.length, 0);
+    const chain = await gateway(
+      [
+        Object.assign(dead('d1'), { url: await refusingUrl() }),
+        Object.assign(dead('d2'), { url: await refusingUrl() }),
+        good.upstream,
+      ],
+      { retries: 1, balance: 'round-robin' },
+    );
+    const once = await post(chain.url, chat('sim'));
+    assert.equal(once.status, 502, 'd1, then d2, then no third attempt');
+    assert.equal(once.headers.get('x-tokenwire-attempts'), 'd1, d2', 'both tried, good never reached');
+    assert.equal(good.sim.stats.log.length, 0);
+  });
+
   it('a whole (non-stream) answer is retried on another replica too, same dialect or translated', async () => {
     const good = await replica('good');
     for (const path of ['/v1/chat/completions', '/api/chat']) {
