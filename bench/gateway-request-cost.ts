@@ -5,10 +5,11 @@
  * same Request and Response objects alone. A profiling aid, not in RESULTS.md:
  * `node .build/bench/gateway-request-cost.js [requests]` (add --cpu-prof to see where it goes).
  */
-import { FETCH_TAKES_INIT, PUSH_ONLY, PUSH_SOURCE, type PushSink } from '../src/client/push-source.ts';
+import { FETCH_TAKES_INIT, PUSH_ONLY } from '../src/client/push-source.ts';
 import { createGateway } from '../src/server/create-gateway.ts';
 import { directBodyOfResponse } from '../src/server/http/response-output.ts';
 import { ONE_TOKEN_CHAT as body, lightChatRequest } from './light-request.ts';
+import { pushResponse } from './push-response.ts';
 
 const chunk = (delta: string, finish: string | null) =>
   `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
@@ -16,33 +17,14 @@ const upstreamBody = new TextEncoder().encode(
   `${chunk('{"role":"assistant","content":""}', null)}${chunk('{"content":"Hi"}', null)}${chunk('{"content":""}', 'length')}data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\n\ndata: [DONE]\n\n`,
 );
 
-/** As createUndiciFetch answers: with PUSH_ONLY, no body stream and the source on the Response. */
-function pushResponse(pushOnly: boolean): Response {
-  const source = {
-    subscribe(sink: PushSink) {
-      queueMicrotask(() => {
-        marks.chunk = performance.now();
-        sink.chunk(upstreamBody);
-        sink.end();
-      });
-      return { pause() {}, resume() {}, cancel() {} };
-    },
-  };
-  const headers: [string, string][] = [['content-type', 'text/event-stream']];
-  if (pushOnly) {
-    const response = new Response(null, { headers });
-    (response as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
-    return response;
-  }
-  const stream = new ReadableStream<Uint8Array>({}, { highWaterMark: 0 });
-  (stream as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
-  return new Response(stream, { headers });
-}
 /** When the gateway called the upstream fetch, the upstream body arrived, and the first byte left. */
 const marks = { start: 0, fetch: 0, chunk: 0, write: 0 };
+const markChunk = (): void => {
+  marks.chunk = performance.now();
+};
 const upstreamFetch = async (_url: string, init: RequestInit) => {
   marks.fetch = performance.now();
-  return pushResponse((init as Record<symbol, unknown>)[PUSH_ONLY] === true);
+  return pushResponse(upstreamBody, (init as Record<symbol, unknown>)[PUSH_ONLY] === true, markChunk);
 };
 (upstreamFetch as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] = true;
 
@@ -97,7 +79,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 /** For scale: what a standard Request (the adapter's old input) and the upstream Response cost alone. */
 async function baseline(): Promise<void> {
   await standardRequest().arrayBuffer();
-  pushResponse(false);
+  pushResponse(upstreamBody, false);
 }
 
 const n = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 5000);

@@ -23,11 +23,12 @@
  * stdout: the Markdown body of the RESULTS.md section. Progress on stderr. Flags: `--rounds N` (15),
  * `--requests N` (1000), `--bursts N` (4), `--burst N` (128), `--replicas N` (4), `--quick`, `--json`.
  */
-import { FETCH_TAKES_INIT, PUSH_ONLY, PUSH_SOURCE, type PushSink } from '../src/client/push-source.ts';
+import { FETCH_TAKES_INIT, PUSH_ONLY } from '../src/client/push-source.ts';
 import { createGateway, type Gateway } from '../src/server/create-gateway.ts';
 import { directBodyOfResponse } from '../src/server/http/response-output.ts';
 import type { Upstream } from '../src/server/upstream/upstream.ts';
 import { lightChatRequest } from './light-request.ts';
+import { pushResponse } from './push-response.ts';
 import { fmt, fmtSpread, quantile, type Spread, spread } from './stats.ts';
 
 const argv = process.argv.slice(2);
@@ -49,28 +50,6 @@ const upstreamBody = new TextEncoder().encode(
   `${chunk('{"role":"assistant","content":""}', null)}${chunk('{"content":"Hi"}', null)}${chunk('{"content":""}', 'length')}data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"sim","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\n\ndata: [DONE]\n\n`,
 );
 
-/** As createUndiciFetch answers: with PUSH_ONLY, no body stream and the source on the Response. */
-function pushResponse(pushOnly: boolean): Response {
-  const source = {
-    subscribe(sink: PushSink) {
-      queueMicrotask(() => {
-        sink.chunk(upstreamBody);
-        sink.end();
-      });
-      return { pause() {}, resume() {}, cancel() {} };
-    },
-  };
-  const headers: [string, string][] = [['content-type', 'text/event-stream']];
-  if (pushOnly) {
-    const response = new Response(null, { headers });
-    (response as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
-    return response;
-  }
-  const stream = new ReadableStream<Uint8Array>({}, { highWaterMark: 0 });
-  (stream as unknown as Record<symbol, unknown>)[PUSH_SOURCE] = source;
-  return new Response(stream, { headers });
-}
-
 /**
  * One fetch for every upstream of a gateway, as `tokenwire serve` shares one undici fetch among its
  * upstreams; it counts the generation requests each replica answered (by host), the health probes apart.
@@ -81,7 +60,7 @@ function memoryFetch(counts: Map<string, number>) {
       const host = url.slice(url.indexOf('//') + 2, url.indexOf('.invalid'));
       counts.set(host, (counts.get(host) ?? 0) + 1);
     }
-    return pushResponse((init as Record<symbol, unknown>)[PUSH_ONLY] === true);
+    return pushResponse(upstreamBody, (init as Record<symbol, unknown>)[PUSH_ONLY] === true);
   };
   (upstreamFetch as unknown as Record<symbol, unknown>)[FETCH_TAKES_INIT] = true;
   return upstreamFetch as unknown as (request: Request) => Promise<Response>;
