@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { type IncomingMessage, request } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { SERVE_HELP } from '../../src/cli/commands/serve.ts';
 import { startRedis } from '../helpers/redis-server.ts';
+import { sendToWorker, type WorkerAnswer } from '../helpers/worker-request.ts';
 import { startServe } from './cli-helpers.ts';
 
 /** `tokenwire serve --workers 2` as a real process tree (node:cluster needs a real primary). */
@@ -30,42 +31,6 @@ async function startWorkers(
     child.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${err}`)));
   });
   return { child, url: String(info.url), info, err: () => err };
-}
-
-interface Answer {
-  status: number;
-  worker: string;
-  response: IncomingMessage;
-}
-
-/** One request on a connection of its own: node:cluster hands each new connection to the next worker. */
-function send(
-  url: string,
-  path: string,
-  init: { body?: string; headers?: Record<string, string>; giveUpMs?: number } = {},
-) {
-  return new Promise<Answer>((resolve, reject) => {
-    const req = request(
-      `${url}${path}`,
-      {
-        method: init.body === undefined ? 'GET' : 'POST',
-        agent: false,
-        headers: { 'content-type': 'application/json', ...init.headers },
-      },
-      (response) => {
-        response.setEncoding('utf8');
-        resolve({
-          status: response.statusCode ?? 0,
-          worker: String(response.headers['x-tokenwire-worker']),
-          response,
-        });
-      },
-    );
-    req.on('error', reject);
-    // A liveness bound: a connection handed to a worker as it died is never answered.
-    if (init.giveUpMs !== undefined) req.setTimeout(init.giveUpMs, () => req.destroy(new Error('gave up')));
-    req.end(init.body);
-  });
 }
 
 function text(response: IncomingMessage): Promise<string> {
@@ -118,10 +83,10 @@ const chat = (maxTokens: number) =>
 
 /** Requests until a worker other than `not` answers (bounded: round robin gets there in two). */
 async function onAnotherWorker(
-  attempt: () => Promise<Answer>,
+  attempt: () => Promise<WorkerAnswer>,
   not: string,
-  onSame: (answer: Answer) => Promise<unknown> = async (answer) => answer.response.destroy(),
-): Promise<Answer> {
+  onSame: (answer: WorkerAnswer) => Promise<unknown> = async (answer) => answer.response.destroy(),
+): Promise<WorkerAnswer> {
   for (let i = 0; i < 40; i++) {
     const answer = await attempt();
     if (answer.worker !== not) return answer;
@@ -140,7 +105,7 @@ function sampleSum(metrics: string, name: string, labels: string): number {
 
 /** Opens a stream on one worker and resumes it, live, on another: every later event, none twice. */
 async function resumeOnAnotherWorker(url: string): Promise<void> {
-  const opened = await send(url, '/v1/chat/completions', { body: chat(40) });
+  const opened = await sendToWorker(url, '/v1/chat/completions', { body: chat(40) });
   assert.equal(opened.status, 200);
   const streamId = String(opened.response.headers['x-tokenwire-stream-id']);
   const first = await readUntil(opened.response, (body) => body.includes(`id: ${streamId}.3\n`));
@@ -149,7 +114,7 @@ async function resumeOnAnotherWorker(url: string): Promise<void> {
   // From id 2, on a connection another worker took, while the stream is live on its own.
   const resumed = await onAnotherWorker(
     () =>
-      send(url, '/v1/chat/completions', {
+      sendToWorker(url, '/v1/chat/completions', {
         body: chat(40),
         headers: { 'last-event-id': `${streamId}.2` },
       }),
@@ -213,8 +178,8 @@ describe('tokenwire serve --workers', { timeout: 120_000 }, () => {
     const metricsFrom = async (not?: string) => {
       const answer =
         not === undefined
-          ? await send(server.url, '/metrics')
-          : await onAnotherWorker(() => send(server.url, '/metrics'), not);
+          ? await sendToWorker(server.url, '/metrics')
+          : await onAnotherWorker(() => sendToWorker(server.url, '/metrics'), not);
       assert.equal(answer.status, 200);
       return { worker: answer.worker, text: await text(answer.response) };
     };
@@ -222,7 +187,7 @@ describe('tokenwire serve --workers', { timeout: 120_000 }, () => {
     const before = await metricsFrom();
     const served = new Map<string, number>();
     for (let i = 0; i < 6; i++) {
-      const answer = await send(server.url, '/v1/chat/completions', { body: chat(1) });
+      const answer = await sendToWorker(server.url, '/v1/chat/completions', { body: chat(1) });
       assert.equal(answer.status, 200);
       await text(answer.response);
       served.set(answer.worker, (served.get(answer.worker) ?? 0) + 1);
@@ -261,7 +226,7 @@ describe('tokenwire serve --workers', { timeout: 120_000 }, () => {
     // to the killed worker as it died is lost (node:cluster): give up on it and ask again.
     let seen = '';
     for (let i = 0; i < 20 && seen !== '3'; i++) {
-      const answer = await send(server.url, '/healthz', { giveUpMs: 2000 }).catch(() => undefined);
+      const answer = await sendToWorker(server.url, '/healthz', { giveUpMs: 2000 }).catch(() => undefined);
       if (answer !== undefined) {
         await text(answer.response);
         seen = answer.worker;
@@ -272,7 +237,7 @@ describe('tokenwire serve --workers', { timeout: 120_000 }, () => {
   });
 
   it('SIGTERM stops every worker: open streams end with their dialect’s error, then the primary exits 0', async () => {
-    const open = await send(server.url, '/v1/chat/completions', { body: chat(2000) });
+    const open = await sendToWorker(server.url, '/v1/chat/completions', { body: chat(2000) });
     assert.equal(open.status, 200);
     const body = text(open.response);
     await readUntil(open.response, (seen) => seen.includes('id: '));
@@ -283,7 +248,7 @@ describe('tokenwire serve --workers', { timeout: 120_000 }, () => {
     server.child.kill('SIGTERM');
     assert.match(await body, /data: \{"error":.*the gateway is shutting down/);
     assert.equal(await exited, 0);
-    await assert.rejects(send(server.url, '/healthz'), /ECONNREFUSED/);
+    await assert.rejects(sendToWorker(server.url, '/healthz'), /ECONNREFUSED/);
   });
 });
 
@@ -291,11 +256,11 @@ describe('tokenwire serve --workers 2 --max-streams 1', { timeout: 60_000 }, () 
   it('the stream limit is global: with one stream open on a worker, the other refuses the next', async () => {
     const server = await startWorkers(['--sim-tps', '20', '--max-streams', '1']);
     try {
-      const open = await send(server.url, '/v1/chat/completions', { body: chat(2000) });
+      const open = await sendToWorker(server.url, '/v1/chat/completions', { body: chat(2000) });
       assert.equal(open.status, 200);
       await readUntil(open.response, (seen) => seen.includes('id: '));
       const refused = await onAnotherWorker(
-        () => send(server.url, '/v1/chat/completions', { body: chat(1) }),
+        () => sendToWorker(server.url, '/v1/chat/completions', { body: chat(1) }),
         open.worker,
         async (same) => {
           assert.equal(same.status, 429);
@@ -308,7 +273,7 @@ describe('tokenwire serve --workers 2 --max-streams 1', { timeout: 60_000 }, () 
       open.response.destroy();
       let status = 0;
       for (let i = 0; i < 50 && status !== 200; i++) {
-        const next = await send(server.url, '/v1/chat/completions', { body: chat(1) });
+        const next = await sendToWorker(server.url, '/v1/chat/completions', { body: chat(1) });
         status = next.status;
         await text(next.response);
         if (status !== 200) await pause(50);

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { type IncomingMessage, request } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { sendToWorker, type WorkerAnswer } from '../helpers/worker-request.ts';
 
 // After a `serve --workers` worker is replaced, the summed /metrics counters went
 // down (the dead worker's counts vanished), and a stream whose worker was killed resumed with "the
@@ -29,42 +30,6 @@ async function startWorkers(args: string[]) {
     child.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${err}`)));
   });
   return { child: child as ChildProcess, url: String(info.url), err: () => err };
-}
-
-interface Answer {
-  status: number;
-  worker: string;
-  response: IncomingMessage;
-}
-
-/** One request on a connection of its own: node:cluster hands each new connection to the next worker. */
-function send(
-  url: string,
-  path: string,
-  init: { body?: string; headers?: Record<string, string>; giveUpMs?: number } = {},
-) {
-  return new Promise<Answer>((resolve, reject) => {
-    const req = request(
-      `${url}${path}`,
-      {
-        method: init.body === undefined ? 'GET' : 'POST',
-        agent: false,
-        headers: { 'content-type': 'application/json', ...init.headers },
-      },
-      (response) => {
-        response.setEncoding('utf8');
-        resolve({
-          status: response.statusCode ?? 0,
-          worker: String(response.headers['x-tokenwire-worker']),
-          response,
-        });
-      },
-    );
-    req.on('error', reject);
-    // A liveness bound: a connection handed to a worker as it died is never answered.
-    if (init.giveUpMs !== undefined) req.setTimeout(init.giveUpMs, () => req.destroy(new Error('gave up')));
-    req.end(init.body);
-  });
 }
 
 /** The body to its end; a cut (the worker died) ends it too, with what came. */
@@ -111,7 +76,7 @@ async function until(check: () => boolean): Promise<void> {
 /** A scrape of the summed /metrics (retried past a connection handed to a dying worker). */
 async function scrape(url: string): Promise<string> {
   for (let i = 0; ; i++) {
-    const answer = await send(url, '/metrics', { giveUpMs: 3000 }).catch((error: unknown) => {
+    const answer = await sendToWorker(url, '/metrics', { giveUpMs: 3000 }).catch((error: unknown) => {
       if (i >= 10) throw error;
       return undefined;
     });
@@ -149,9 +114,9 @@ describe('serve --workers: a worker killed mid-stream', { timeout: 120_000 }, ()
 
   it('summed counters never go down, and its stream resumes saying its worker died', async () => {
     // A live stream on each worker (round robin: two connections in a row reach both).
-    const streams: { answer: Answer; id: string; cut: Promise<string> }[] = [];
+    const streams: { answer: WorkerAnswer; id: string; cut: Promise<string> }[] = [];
     for (let i = 0; i < 8 && new Set(streams.map((s) => s.answer.worker)).size < 2; i++) {
-      const answer = await send(server.url, '/v1/chat/completions', { body: chat });
+      const answer = await sendToWorker(server.url, '/v1/chat/completions', { body: chat });
       assert.equal(answer.status, 200);
       const id = String(answer.response.headers['x-tokenwire-stream-id']);
       if (streams.some((s) => s.answer.worker === answer.worker)) {
@@ -186,9 +151,9 @@ describe('serve --workers: a worker killed mid-stream', { timeout: 120_000 }, ()
     assert.deepEqual(lower, [], 'no summed counter went down after the worker was replaced');
 
     // Resumed (on whichever worker): the stored events, then an ending that says what happened.
-    let resumed: Answer | undefined;
+    let resumed: WorkerAnswer | undefined;
     for (let i = 0; i < 10 && resumed === undefined; i++)
-      resumed = await send(server.url, '/v1/chat/completions', {
+      resumed = await sendToWorker(server.url, '/v1/chat/completions', {
         body: chat,
         headers: { 'last-event-id': `${killed.id}.1` },
         giveUpMs: 5000,

@@ -124,8 +124,17 @@ export class UpstreamPool {
     key?: string | undefined,
     tried?: ReadonlySet<Replica>,
   ): Lease | undefined {
+    return this.acquireAmong(this.serving(model, client), key, tried);
+  }
+
+  /** `acquire` among replicas already found to serve the model (`serving`). */
+  acquireAmong(
+    serving: readonly Replica[],
+    key?: string | undefined,
+    tried?: ReadonlySet<Replica>,
+  ): Lease | undefined {
     const now = this.#now();
-    const untried = this.serving(model, client).filter((replica) => !(tried?.has(replica) ?? false));
+    const untried = serving.filter((replica) => !(tried?.has(replica) ?? false));
     let candidates = untried.filter((replica) => replica.available(now));
     // Every replica cooling down: rather than refuse, the cooling ones take requests again (a model with
     // one replica keeps being served; a failure a client provoked cannot shut others out). Loading

@@ -111,7 +111,7 @@ export function routeRequest(
       missing.errorType,
     );
   }
-  const lease = routing.next ?? ctx.pool.acquire(model, dialect.id, routing.key, routing.tried);
+  const lease = routing.next ?? ctx.pool.acquireAmong(serving, routing.key, routing.tried);
   routing.next = undefined;
   if (lease === undefined) return noReplicaFree(ctx, dialect, scope, model, serving);
   const upstream = lease.replica.upstream;
