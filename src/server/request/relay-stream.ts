@@ -57,8 +57,11 @@ export async function relayStream(
 ): Promise<Response> {
   const { dialect, request, scope, chat } = call;
   // What belongs to the attempt: another replica may take over before any event reached the client.
-  let { labels, target, runOptions, base } = call;
-  let current = call;
+  let { labels, base } = call;
+  const target = call.target;
+  // What handing the stream to another replica needs (the request and its routing: the whole prompt),
+  // kept only while that can happen: with more than one upstream, until the attempt's first event.
+  let handOver: Call | undefined = ctx.retries > 0 && ctx.pool.replicas.length > 1 ? call : undefined;
   const trace = scope.trace;
   const startedAt = scope.startedAt;
   const flavor = ctx.options.flavors?.[dialect.id];
@@ -198,17 +201,23 @@ export async function relayStream(
   // One handler on the run for the whole stream (each extra then/race/finally would stay attached to
   // every open stream). Until the response is returned (and the relay built), a failure is early: it
   // goes back as an HTTP error.
-  const startRun = () =>
+  // The attempt's request is a parameter, not a captured variable: the stream-long handlers below do not
+  // keep the upstream body (the prompt) alive.
+  const startRun = (attempt: Call) =>
     runStream(
-      target,
+      attempt.target,
       // An error status is not "ready": the run rejects with it right after, and it is passed on as such.
-      Object.assign({}, runOptions, {
+      Object.assign({}, attempt.runOptions, {
         onResponse: (response: Response) => (response.ok ? state.wake?.() : undefined),
         onFrame: verbatim ? (frame: Frame) => state.verbatim?.frames.frame(frame) : undefined,
       }),
       {
         onEvent: (event) => {
-          state.relayed = true;
+          if (!state.relayed) {
+            state.relayed = true;
+            // From the first event on no other replica takes over: the request can go.
+            handOver = undefined;
+          }
           if (
             state.firstContentAt === undefined &&
             (event.type === 'text' ||
@@ -245,17 +254,18 @@ export async function relayStream(
    */
   const tryAnother = (failure: AttemptFailure | undefined): boolean => {
     if (state.relay === undefined || state.relayed || state.left || state.abandoned) return false;
-    if (!nextReplica(ctx, current, failure)) return false;
+    if (handOver === undefined || !nextReplica(ctx, handOver, failure)) return false;
     void switchReplica();
     return true;
   };
   const switchReplica = async () => {
-    const read = routeRequest(ctx, dialect, scope, current.routing);
+    const from = handOver!;
+    const read = routeRequest(ctx, dialect, scope, from.routing);
     let next: Call | undefined;
     if (!(read instanceof Response)) {
       const nextLabels = ctx.labelSets.of(dialect.id, read.upstream.name);
       try {
-        const setUp = upstreamCall(ctx, dialect, request, scope, read, nextLabels, streamId);
+        const setUp = upstreamCall(ctx, dialect, from.request, scope, read, nextLabels, streamId);
         next = setUp instanceof Promise ? await setUp : setUp;
       } catch (error) {
         endRequest(ctx, scope, Object.assign({}, base, { status: 200, outcome: 'error' as const, error }));
@@ -279,16 +289,14 @@ export async function relayStream(
       ended();
       return;
     }
-    current = next;
-    target = next.target;
-    runOptions = next.runOptions;
+    handOver = next;
     base = next.base;
     state.upstreamAbort = next.upstreamAbort;
     if (state.left && !state.upstreamStopped) state.upstreamStopped = true;
     if (state.left) next.upstreamAbort.abort();
     // A replica of another dialect: its events are re-encoded (nothing of the first was written).
     if (state.verbatim !== undefined && next.target.dialect !== dialect.id) state.verbatim = undefined;
-    startRun();
+    startRun(next);
   };
   function onResult(result: Result): void {
     if (state.abandoned) {
@@ -404,7 +412,7 @@ export async function relayStream(
       ended();
     }
   }
-  startRun();
+  startRun(call);
 
   // Any failure from here until the response is returned (the store, the relay's set-up) comes after
   // the upstream call started: the call is aborted and the stream ended at once, so no generation runs
