@@ -6,7 +6,7 @@ import type { OutputFormat } from './http/output-format.ts';
 import type { DirectBody } from './http/response-output.ts';
 import { GatewayMetrics } from './observability/gateway-metrics.ts';
 import { GatewayTelemetry, type RequestTelemetry } from './observability/gateway-telemetry.ts';
-import type { LogLevel } from './observability/request-log.ts';
+import type { ContinuationRecord, LogLevel } from './observability/request-log.ts';
 import { RouteLabelSets } from './observability/route-label-sets.ts';
 import { type Lease, UpstreamPool } from './pool/upstream-pool.ts';
 import type { TextCoalescer } from './relay/coalescer.ts';
@@ -29,6 +29,8 @@ export interface Relay {
   fail(error: MidStreamError, result?: Result): void;
   abort(): void;
   clientLeft(): void;
+  /** A comment on the wire where the stream's framing has them (SSE), for whoever reads the raw bytes. */
+  note(text: string): void;
 }
 
 /** One stream being relayed: what the keepalive ticker and `close()` reach. */
@@ -56,6 +58,8 @@ export interface Scope {
   upstream?: string | undefined;
   /** The replicas tried before the one answering (named in `x-tokenwire-attempts`). */
   attempts?: string[] | undefined;
+  /** The stream's continuations on another replica after its upstream failed mid-answer, in order. */
+  continuations?: ContinuationRecord[] | undefined;
 }
 
 /**
@@ -81,6 +85,10 @@ export class GatewayContext {
   readonly retries: number;
   /** How long since a request arrived its failures may still go to another replica (ms). */
   readonly retryBudgetMs: number;
+  /** Whether streams continue on another replica after a mid-answer failure, unless a request says. */
+  readonly continueOnFailure: boolean;
+  /** The most continuations per stream. */
+  readonly continueMax: number;
   /** The streams being relayed now. */
   readonly active = new Set<ActiveStream>();
   /** Set by `close()`: new requests get 503. */
@@ -99,6 +107,8 @@ export class GatewayContext {
     this.pool = new UpstreamPool(options.upstreams, { balance: options.balance });
     this.retries = options.retries ?? 2;
     this.retryBudgetMs = options.retryBudgetMs ?? 30_000;
+    this.continueOnFailure = options.continueOnFailure === true;
+    this.continueMax = options.continueMax ?? 1;
     const now = Date.now();
     for (const name of options.downAtStart ?? [])
       this.pool.replicas.find((replica) => replica.name === name)?.health.probed('down', now);

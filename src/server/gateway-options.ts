@@ -22,6 +22,15 @@ export interface GatewayOptions {
    * client is never held by a chain of slow failures. Default 30000.
    */
   retryBudgetMs?: number | undefined;
+  /**
+   * When the upstream serving a stream fails after its first event (cut, a 5xx-class error in the
+   * stream, a stall past its timeout), another replica of the model goes on from where the answer
+   * stopped, under the same client stream (`--continue-on-failure`; a request's own
+   * `x-tokenwire-continue: on|off` wins). Off by default. docs/gateway.md "When a server dies mid-answer".
+   */
+  continueOnFailure?: boolean | undefined;
+  /** The most continuations one stream gets (`--continue-max`). Default 1. */
+  continueMax?: number | undefined;
   /** Names of upstreams found down at start (their probe failed): the pool starts them as down. */
   downAtStart?: readonly string[] | undefined;
   /**

@@ -13,7 +13,13 @@ import { modelNotFoundResponse, servesModel } from './model-not-found.ts';
 import { hashSeed } from './prng.ts';
 import { infoRoute, notFoundResponse } from './routes.ts';
 import { showRoute } from './show-route.ts';
-import { prefillOf, type SimContinuation, tokenBytesOf, tokenPromptOf } from './sim-continuation.ts';
+import {
+  idsOfMixedPrompt,
+  prefillOf,
+  type SimContinuation,
+  tokenBytesOf,
+  tokenPromptOf,
+} from './sim-continuation.ts';
 import { FAULT_HEADER, FLAVOR_HEADER, type SimOptions } from './sim-options.ts';
 import { type SimOutcome, type SimRequestRecord, type SimStats, SimStatsRecorder } from './sim-stats.ts';
 import { simStream } from './sim-stream.ts';
@@ -160,11 +166,13 @@ export function createSim(options: SimOptions = {}): Sim {
       const seedOf = (request: ChatRequest): number =>
         hashSeed(seed, request.seed, model, renderPrompt(request), JSON.stringify(request.tools ?? null));
       let continuation: SimContinuation | undefined;
-      const ids = dialect.id === 'llamacpp' ? tokenPromptOf(chat) : undefined;
-      if (ids !== undefined) {
+      const mixed = dialect.id === 'llamacpp' ? tokenPromptOf(chat) : undefined;
+      if (mixed !== undefined) {
         let bytes: Uint8Array[];
+        const tokenizer = await loadTokenizer();
+        const ids = idsOfMixedPrompt(tokenizer, mixed);
         try {
-          bytes = tokenBytesOf(await loadTokenizer(), ids);
+          bytes = tokenBytesOf(tokenizer, ids);
         } catch (error) {
           return fail(400, `tokenwire sim: ${(error as Error).message}`);
         }

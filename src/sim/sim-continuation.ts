@@ -47,13 +47,31 @@ export function prefillOf(chat: ChatRequest): { request: ChatRequest; prefill: s
   };
 }
 
-/** The token ids of a llama.cpp `/completion` prompt sent as ids (it travels in `extra.prompt`). */
-export function tokenPromptOf(chat: ChatRequest): number[] | undefined {
+/**
+ * A llama.cpp `/completion` prompt sent as token ids (it travels in `extra.prompt`): ids alone, or ids
+ * mixed with strings (llama.cpp's mixed prompt, `["text", 15043, 3186]`: each string tokenized in place).
+ * An array of strings only is several prompts, not this.
+ */
+export function tokenPromptOf(chat: ChatRequest): (number | string)[] | undefined {
   const prompt = chat.extra?.prompt;
   if (!Array.isArray(prompt) || prompt.length === 0) return undefined;
-  for (const id of prompt)
-    if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) return undefined;
-  return prompt as number[];
+  let ids = 0;
+  for (const part of prompt) {
+    if (typeof part === 'string') continue;
+    if (typeof part !== 'number' || !Number.isSafeInteger(part) || part < 0) return undefined;
+    ids += 1;
+  }
+  return ids === 0 ? undefined : (prompt as (number | string)[]);
+}
+
+/** A mixed prompt's ids: its strings tokenized in place. */
+export function idsOfMixedPrompt(tokenizer: SimTokenizer, prompt: readonly (number | string)[]): number[] {
+  const ids: number[] = [];
+  for (const part of prompt) {
+    if (typeof part === 'number') ids.push(part);
+    else for (const id of tokenizer.encode(part)) ids.push(id);
+  }
+  return ids;
 }
 
 /**

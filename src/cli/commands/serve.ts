@@ -52,6 +52,11 @@ Options:
                               queue); over the config's "balance"
   --retries N                 Other replicas tried before the first byte reaches the client (default 2);
                               over the config's "retries"
+  --continue-on-failure       When an upstream dies mid-answer (cut, a 5xx-class error in the stream, a
+                              stall past --upstream-timeout-ms), another replica of the model goes on
+                              from where the answer stopped, under the same client stream (a request's
+                              x-tokenwire-continue: on|off wins; docs/gateway.md)
+  --continue-max N            Continuations one stream may get (default 1)
   --upstream-timeout-ms N     Cut an upstream that makes no progress for N ms: no response headers, then
                               no event (keepalive comments do not count); the client gets the dialect's
                               error and an incomplete end (default 300000; 0 = never)
@@ -123,6 +128,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       config: { type: 'string' },
       balance: { type: 'string' },
       retries: { type: 'string' },
+      'continue-on-failure': { type: 'boolean', default: false },
+      'continue-max': { type: 'string' },
       'upstream-dialect': { type: 'string' },
       'upstream-header': { type: 'string', multiple: true },
       'upstream-timeout-ms': { type: 'string' },
@@ -341,6 +348,9 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     upstreams,
     balance,
     retries,
+    continueOnFailure: values['continue-on-failure'],
+    continueMax:
+      values['continue-max'] === undefined ? undefined : integer(values['continue-max'], '--continue-max'),
     downAtStart,
     keepaliveMs:
       values['keepalive-ms'] === undefined ? undefined : integer(values['keepalive-ms'], '--keepalive-ms'),
@@ -390,7 +400,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     if (summaries.length === 0) io.stdout.write(`  upstream: ${upstreamText}\n`);
     else {
       io.stdout.write(
-        `  upstreams (balance ${balance}, ${retries} ${retries === 1 ? 'retry' : 'retries'} before the first byte):\n`,
+        `  upstreams (balance ${balance}, ${retries} ${retries === 1 ? 'retry' : 'retries'} before the first byte${values['continue-on-failure'] ? ', answers continued on a sibling when a server dies mid-answer' : ''}):\n`,
       );
       for (const summary of summaries) io.stdout.write(`    ${upstreamLine(summary)}\n`);
       for (const summary of summaries)

@@ -18,6 +18,19 @@ export class GatewayMetrics {
       'Requests sent to another replica after a failure before their first byte, by route, the replica that failed and how.',
     ),
   );
+  readonly continuations = this.registry.register(
+    new Counter(
+      'tokenwire_continuations_total',
+      'Streams whose upstream failed mid-answer, by route, the replica that failed and the result: continued on another replica, failed (the continuation failed too) or refused (none could go on).',
+    ),
+  );
+  readonly continuationGap = this.registry.register(
+    new Histogram(
+      'tokenwire_continuation_gap_seconds',
+      'From an upstream failure mid-answer to the continuation’s first event written, by route.',
+      [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    ),
+  );
   readonly upstreamUp = this.registry.register(
     new Gauge(
       'tokenwire_upstream_up',

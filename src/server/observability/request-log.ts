@@ -23,6 +23,8 @@ export interface RequestLog {
   upstream: string | undefined;
   /** The replicas that failed before the one that answered, in order (before the first byte). */
   attempts?: string[] | undefined;
+  /** The stream's continuations on another replica after a failure mid-answer. */
+  continuations?: ContinuationRecord[] | undefined;
   status: number;
   outcome: StreamOutcome | 'rejected' | 'resumed' | 'non-stream';
   /** For streams that reached the upstream: how they ended (`truncated` = finish reason `length`). */
@@ -92,4 +94,20 @@ export function redactUrls(text: string): string {
       query: string | undefined,
     ) => `${scheme}${userinfo === undefined ? '' : '***@'}${host}${path}${query === undefined ? '' : '?***'}`,
   );
+}
+
+/** One continuation of a stream (its log line's `continuations`). */
+export interface ContinuationRecord {
+  /** The replica that failed, and the one asked to go on. */
+  from: string;
+  to: string | undefined;
+  /** `tokens`: token-exact (a llama.cpp token-id prompt); `prefill`: the text so far as the assistant's. */
+  path: 'tokens' | 'prefill' | undefined;
+  /** Output tokens the stream had before the seam. */
+  afterTokens: number;
+  /** From the failure to the continuation's first event written (ms); undefined when none came. */
+  gapMs?: number | undefined;
+  result: 'continued' | 'failed' | 'refused';
+  /** Why it was refused or failed. */
+  reason?: string | undefined;
 }

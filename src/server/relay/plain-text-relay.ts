@@ -63,6 +63,9 @@ export class PlainTextRelay {
   /** Plain text has no comment syntax: nothing can keep a silent stream visibly alive. */
   keepalive(): void {}
 
+  /** Plain text has no comments: nothing extra is written. */
+  note(_text: string): void {}
+
   end(result?: Result): void {
     if (this.#ended) return;
     this.#line(result === undefined ? '[tokenwire: finished]' : plainTextEnding(result));

@@ -36,7 +36,7 @@ export class StreamRelay {
   /** The stream's ending was written (or it was aborted): nothing more goes out or into the store. */
   #ended = false;
   readonly #output: ResponseOutput;
-  readonly #encoder: DialectEncoder;
+  #encoder: DialectEncoder;
   readonly #store: ResumeStore | undefined;
   readonly #sink: FrameSink;
   readonly #now: () => number;
@@ -96,6 +96,23 @@ export class StreamRelay {
 
   keepalive(): void {
     if (this.sse && !this.#ended) this.#write(encodeSseComment());
+  }
+
+  /** An SSE comment (every SSE parser skips it; not kept for a resume). NDJSON gets nothing. */
+  note(text: string): void {
+    if (this.sse && !this.#ended) this.#write(encodeSseComment(` ${text}`));
+  }
+
+  /**
+   * Another encoder takes the stream over from here (a stream relayed as the upstream wrote it, which
+   * another replica continues): `history` brings it to where the client's stream stands (its id,
+   * model, open parts), written nowhere; SSE ids go on from the last one.
+   */
+  takeOver(encoder: DialectEncoder, history: readonly StreamEvent[]): void {
+    const discard: FrameSink = () => {};
+    for (const event of history) encoder.event(event, discard);
+    encoder.flush?.(discard);
+    this.#encoder = encoder;
   }
 
   /** The upstream finished cleanly: the trailer and the dialect's terminator. */

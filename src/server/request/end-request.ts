@@ -5,7 +5,14 @@ import type { GatewayContext, Scope } from '../gateway-context.ts';
 import { errorMessage, errorResponse, upstreamFailureResponse } from '../http/gateway-errors.ts';
 import type { OutputFormat } from '../http/output-format.ts';
 import { abbreviatedStreamId } from '../http/stream-id.ts';
-import { type LogLevel, levelOf, logs, type RequestLog, redactUrls } from '../observability/request-log.ts';
+import {
+  type ContinuationRecord,
+  type LogLevel,
+  levelOf,
+  logs,
+  type RequestLog,
+  redactUrls,
+} from '../observability/request-log.ts';
 import { type AttemptFailure, attemptFailure } from '../pool/attempt-failure.ts';
 import { callOutcome } from '../pool/call-outcome.ts';
 import type { Call } from './call.ts';
@@ -47,6 +54,7 @@ export function endRequest(ctx: GatewayContext, scope: Scope, end: RequestEnd): 
     requestId: scope.requestId,
     traceId: scope.trace?.traceId,
     attempts: scope.attempts,
+    continuations: scope.continuations,
     format: scope.format,
     logLevel: ctx.logLevel,
     content: ctx.options.logContent === true,
@@ -169,6 +177,7 @@ export interface RecordContext {
   traceId: string | undefined;
   /** The replicas that failed before the one that answered. */
   attempts?: string[] | undefined;
+  continuations?: ContinuationRecord[] | undefined;
   format: OutputFormat;
   logLevel: LogLevel;
   /** Put the prompt and the answer in (`logContent`). */
@@ -205,6 +214,7 @@ export function requestLogRecord(
   };
   if (context.traceId !== undefined) record.traceId = context.traceId;
   if (context.attempts !== undefined) record.attempts = context.attempts;
+  if (context.continuations !== undefined) record.continuations = context.continuations;
   if (end.endState !== undefined) record.endState = end.endState;
   if (result?.finishReason !== undefined) record.finishReason = result.finishReason;
   if (context.format === 'text') record.format = 'text';

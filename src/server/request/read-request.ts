@@ -34,6 +34,8 @@ export interface ReadRequest {
   lease: Lease;
   /** What the request needs to be routed again (another replica, before the first byte). */
   routing: Routing;
+  /** The upstream body built already (a continuation's: continue-answer.ts), sent as it is. */
+  sentBody?: Record<string, unknown> | undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { runStream } from '../../client/run-stream.ts';
 import type { DialectId } from '../../dialects/dialect.ts';
 import type { Result } from '../../events/result.ts';
+import type { ErrorEvent, StreamEvent } from '../../events/stream-event.ts';
 import type { Frame } from '../../wire/frame.ts';
 import type { ActiveStream, GatewayContext, Relay } from '../gateway-context.ts';
 import { clientBucket, clientIdentityOf } from '../http/client-identity.ts';
@@ -8,15 +9,19 @@ import { describeUpstreamFailure, withoutAddresses } from '../http/gateway-error
 import { PLAIN_TEXT_HEADERS } from '../http/output-format.ts';
 import { directOnlyResponse, takesDirectResponse } from '../http/response-output.ts';
 import type { StreamOutcome } from '../observability/gateway-metrics.ts';
-import type { EndState } from '../observability/request-log.ts';
+import type { ContinuationRecord, EndState } from '../observability/request-log.ts';
 import { type AttemptFailure, attemptFailure } from '../pool/attempt-failure.ts';
 import { type FlushPolicy, isCoalescing, TextCoalescer } from '../relay/coalescer.ts';
+import { ContinuedEvents } from '../relay/continued-events.ts';
 import { PlainTextRelay } from '../relay/plain-text-relay.ts';
 import { StreamRelay } from '../relay/stream-relay.ts';
 import { VerbatimFrames } from '../relay/verbatim-frames.ts';
 import { MemoryResumeStore } from '../resume/memory-resume-store.ts';
 import { responseIdFor } from '../routes/responses-cursor.ts';
+import { AnswerSoFar } from './answer-so-far.ts';
 import type { Call } from './call.ts';
+import { type Continuation, continueAnswer } from './continue-answer.ts';
+import { continuesOnFailure } from './continue-on-failure.ts';
 import { countTokens, endRequest, nextReplica, upstreamFailed } from './end-request.ts';
 import { routeRequest } from './read-request.ts';
 import { upstreamCall } from './upstream-call.ts';
@@ -40,11 +45,24 @@ interface StreamState extends ActiveStream {
   detachTimer: ReturnType<typeof setTimeout> | undefined;
   /** The upstream produced an event of this attempt: from then on a failure ends the stream. */
   relayed: boolean;
+  /** A continuation's events pass through here (their start dropped, the echo taken off, usage merged). */
+  seam: Seam | undefined;
+  /** The continuation began its answer again instead of going on: the stream ends loudly. */
+  diverged: boolean;
+  /** Why the answer could not be continued, for its error. */
+  refusal: string | undefined;
   /**
    * The response failed after the upstream call started and before it was returned (the catch below):
    * the call was aborted and the request answered elsewhere (a 500), so the run's ending is not logged.
    */
   abandoned: boolean;
+}
+
+/** A stream's continuation on another replica, from its failure to its end. */
+interface Seam {
+  filter: ContinuedEvents;
+  record: ContinuationRecord;
+  failedAt: number;
 }
 
 /** A streamed answer: relayed event by event in the client's dialect, from the upstream's first bytes. */
@@ -88,7 +106,16 @@ export async function relayStream(
     wake: undefined,
     detachTimer: undefined,
     abandoned: false,
+    seam: undefined,
+    diverged: false,
+    refusal: undefined,
   };
+  // With continuation on: what the client has of the answer, and the attempt that began it (its prompt
+  // is where a token-exact continuation starts). The request is then kept to the stream's end.
+  const continues = continuesOnFailure(ctx, request);
+  const soFar = continues ? new AnswerSoFar(target.dialect === 'llamacpp') : undefined;
+  let answering: Call | undefined = continues ? call : undefined;
+  let continuations = 0;
   // A same-dialect stream goes to the client as the upstream wrote it (every choice, logprob and extra
   // field), unless the gateway must rewrite it: plain text, coalescing, an echoed prompt, or a flavor
   // the operator chose for this dialect.
@@ -203,7 +230,13 @@ export async function relayStream(
   // goes back as an HTTP error.
   // The attempt's request is a parameter, not a captured variable: the stream-long handlers below do not
   // keep the upstream body (the prompt) alive.
-  const startRun = (attempt: Call) =>
+  // The attempt being started, until its first event (then `answering`: the attempt that began the answer).
+  let starting: Call | undefined;
+  const startRun = (attempt: Call) => {
+    if (continues) starting = attempt;
+    return startRunOf(attempt);
+  };
+  const startRunOf = (attempt: Call) =>
     runStream(
       attempt.target,
       // An error status is not "ready": the run rejects with it right after, and it is passed on as such.
@@ -217,21 +250,18 @@ export async function relayStream(
             state.relayed = true;
             // From the first event on no other replica takes over: the request can go.
             handOver = undefined;
+            if (state.seam === undefined && starting !== undefined) answering = starting;
+            starting = undefined;
           }
-          if (
-            state.firstContentAt === undefined &&
-            (event.type === 'text' ||
-              (event.type === 'reasoning' && event.text !== '') ||
-              event.type === 'tool-call-delta')
-          ) {
-            state.firstContentAt = ctx.now();
-            trace?.firstToken(state.firstContentAt - startedAt);
+          const seam = state.seam;
+          if (seam !== undefined) {
+            if (seam.filter.event(event) === 'diverged') {
+              state.diverged = true;
+              state.upstreamAbort.abort();
+            }
+            return;
           }
-          if (state.verbatim !== undefined) state.verbatim.frames.event(event);
-          else if (event.type === 'error')
-            return; // written once, as the stream's ending
-          else if (state.coalescer !== undefined) state.coalescer.push(event);
-          else state.relay!.event(event);
+          deliver(event);
         },
         afterChunk: () => {
           state.verbatim?.frames.flush();
@@ -241,6 +271,36 @@ export async function relayStream(
         consumer: state.upstreamAbort,
       },
     ).then(onResult, onFailure);
+  /** An event of the answer, to the client (a continuation's through its seam first). */
+  const deliver = (event: StreamEvent): void => {
+    if (soFar !== undefined) {
+      if (event.type === 'error' && continuableError(event)) {
+        // Another replica may go on: the failed upstream's own error is not written.
+        state.verbatim?.frames.discard();
+        return;
+      }
+      soFar.observe(event);
+      const seam = state.seam;
+      if (seam !== undefined && seam.record.gapMs === undefined && isContent(event)) {
+        seam.record.gapMs = ctx.now() - seam.failedAt;
+        ctx.metrics.continuationGap.observe(labels, seam.record.gapMs / 1000);
+      }
+    }
+    if (
+      state.firstContentAt === undefined &&
+      (event.type === 'text' ||
+        (event.type === 'reasoning' && event.text !== '') ||
+        event.type === 'tool-call-delta')
+    ) {
+      state.firstContentAt = ctx.now();
+      trace?.firstToken(state.firstContentAt - startedAt);
+    }
+    if (state.verbatim !== undefined) state.verbatim.frames.event(event);
+    else if (event.type === 'error')
+      return; // written once, as the stream's ending
+    else if (state.coalescer !== undefined) state.coalescer.push(event);
+    else state.relay!.event(event);
+  };
   const streamLog = sse ? streamId : undefined;
   const ended = () => {
     if (state.detachTimer !== undefined) clearTimeout(state.detachTimer);
@@ -298,12 +358,118 @@ export async function relayStream(
     if (state.verbatim !== undefined && next.target.dialect !== dialect.id) state.verbatim = undefined;
     startRun(next);
   };
+  /**
+   * After events of the answer went out: a failure another replica may not have goes on there from where
+   * the answer stopped (continue-answer.ts), under the same client stream. True when it went.
+   */
+  const tryContinue = (failure: AttemptFailure | undefined): boolean => {
+    if (soFar === undefined || answering === undefined || state.relay === undefined) return false;
+    if (!state.relayed || state.left || state.abandoned || state.diverged || failure === undefined)
+      return false;
+    const from = scope.upstream ?? call.upstream.name;
+    const seam = state.seam;
+    if (seam !== undefined) {
+      seam.filter.flush();
+      seam.record.result = 'failed';
+      ctx.metrics.continuations.inc({ route: dialect.id, upstream: seam.record.from, result: 'failed' });
+    }
+    const record: ContinuationRecord = {
+      from,
+      to: undefined,
+      path: undefined,
+      afterTokens: soFar.tokens,
+      result: 'refused',
+    };
+    if (scope.continuations === undefined) scope.continuations = [];
+    scope.continuations.push(record);
+    const set =
+      continuations >= ctx.continueMax
+        ? `its ${ctx.continueMax} continuation${ctx.continueMax === 1 ? ' was' : 's were'} used`
+        : continueAnswer(ctx, answering, soFar, failure, streamId);
+    if (typeof set === 'string') {
+      record.reason = set;
+      state.refusal = set;
+      ctx.metrics.continuations.inc({ route: dialect.id, upstream: from, result: 'refused' });
+      return false;
+    }
+    continuations += 1;
+    const failedAt = ctx.now();
+    void goOn(set, record, failedAt);
+    return true;
+  };
+  const goOn = async (
+    set: Continuation | Promise<Continuation>,
+    record: ContinuationRecord,
+    failedAt: number,
+  ) => {
+    let next: Continuation;
+    try {
+      next = set instanceof Promise ? await set : set;
+    } catch (error) {
+      record.reason = describeUpstreamFailure(error).message;
+      state.refusal = record.reason;
+      onFailure(error);
+      return;
+    }
+    const nextLabels = next.call.labels;
+    ctx.metrics.requests.inc(nextLabels);
+    ctx.finish(state, labels);
+    ctx.active.add(state);
+    ctx.metrics.active.add(nextLabels, 1);
+    labels = nextLabels;
+    base = next.call.base;
+    state.upstreamAbort = next.call.upstreamAbort;
+    if (state.left && ctx.options.keepStreamOnDisconnect !== true) {
+      state.upstreamStopped = true;
+      next.call.upstreamAbort.abort();
+    }
+    const relay = state.relay!;
+    const verbatimRelay = state.verbatim;
+    if (verbatimRelay !== undefined) {
+      // Relayed as the upstream wrote it until now: an encoder of the client's dialect goes on from
+      // where those frames left the stream (same id, model and open parts).
+      verbatimRelay.frames.flush();
+      verbatimRelay.relay.takeOver(
+        dialect.createEncoder({ flavor, includeUsage, model, id: responseId, sampling }),
+        soFar!.history(),
+      );
+      state.verbatim = undefined;
+    }
+    const soFarNow = soFar!;
+    record.to = next.replica.name;
+    record.path = next.path;
+    record.result = 'continued';
+    relay.note(`continued on ${next.replica.name} after ${soFarNow.tokens} tokens`);
+    state.seam = {
+      filter: new ContinuedEvents({
+        echo: next.echo,
+        tokensBefore: soFarNow.tokens,
+        inText: soFarNow.place === 'text',
+        emit: deliver,
+      }),
+      record,
+      failedAt,
+    };
+    startRun(next.call);
+  };
   function onResult(result: Result): void {
     if (state.abandoned) {
       ended();
       return;
     }
     if (!result.complete && !state.upstreamStopped && tryAnother(resultFailure(result))) return;
+    if (!result.complete && !state.upstreamStopped && tryContinue(continuableFailure(result))) return;
+    const seam = state.seam;
+    if (seam !== undefined) {
+      seam.filter.flush();
+      result = stitched(result, seam.filter, soFar!);
+      if (result.complete)
+        ctx.metrics.continuations.inc({ route: dialect.id, upstream: seam.record.from, result: 'continued' });
+      else if (seam.record.result === 'continued') {
+        seam.record.result = 'failed';
+        ctx.metrics.continuations.inc({ route: dialect.id, upstream: seam.record.from, result: 'failed' });
+      }
+    }
     // The upstream answered, so the relay was built (after the wait below, or its timeout).
     const relay = state.relay!;
     try {
@@ -324,7 +490,7 @@ export async function relayStream(
         endState = result.truncated ? 'truncated' : 'completed';
         closing = 'complete';
         if (result.truncated) ctx.metrics.truncated.inc(labels);
-      } else if (result.incomplete === 'aborted' && state.upstreamStopped) {
+      } else if (result.incomplete === 'aborted' && state.upstreamStopped && !state.diverged) {
         relay.abort();
         outcome = 'cancelled';
         endState = 'cancelled';
@@ -340,9 +506,12 @@ export async function relayStream(
         // A refused payload is not passed on; anything else the upstream wrote before the failure is.
         if (result.incomplete === 'malformed') relayed?.frames.discard();
         else relayed?.frames.flush();
+        const why = state.diverged
+          ? `the replica ${scope.upstream ?? ''} asked to continue the answer began it again instead`
+          : `the upstream failed: ${withoutAddresses(result.error?.message ?? result.incomplete ?? 'the stream failed')}`;
         relay.fail(
           {
-            message: `the upstream failed: ${withoutAddresses(result.error?.message ?? result.incomplete ?? 'the stream failed')} (request id ${scope.requestId})`,
+            message: `${why}${state.refusal === undefined ? '' : `; not continued: ${state.refusal}`} (request id ${scope.requestId})`,
             status: result.error?.status ?? 502,
             errorType: result.error?.errorType,
           },
@@ -382,6 +551,15 @@ export async function relayStream(
       return;
     }
     if (tryAnother(attemptFailure(error))) return;
+    if (tryContinue(attemptFailure(error) ?? { outcome: 'server-error', retryable: true })) return;
+    if (state.seam !== undefined && state.seam.record.result === 'continued') {
+      state.seam.record.result = 'failed';
+      ctx.metrics.continuations.inc({
+        route: dialect.id,
+        upstream: state.seam.record.from,
+        result: 'failed',
+      });
+    }
     if (state.relay === undefined) {
       state.early = error ?? new Error('upstream failed');
       state.wake?.();
@@ -392,7 +570,7 @@ export async function relayStream(
       state.coalescer?.flush();
       state.verbatim?.frames.flush();
       relay.fail({
-        message: `${describeUpstreamFailure(error).message} (request id ${scope.requestId})`,
+        message: `${describeUpstreamFailure(error).message}${state.refusal === undefined ? '' : `; not continued: ${state.refusal}`} (request id ${scope.requestId})`,
         status: 502,
       });
       if (sse) ctx.store.close(streamId, 'failed').catch(() => {});
@@ -466,4 +644,38 @@ function resultFailure(result: Result): AttemptFailure | undefined {
   if (result.incomplete === 'first-byte-timeout' || result.incomplete === 'idle-timeout')
     return { outcome: 'timeout', retryable: true };
   return undefined;
+}
+
+/** A failure mid-answer that another replica may not have: cut, silent too long, or a server-side error. */
+function continuableFailure(result: Result): AttemptFailure | undefined {
+  const cut = resultFailure(result);
+  if (cut !== undefined) return cut;
+  if (result.incomplete === 'server-error') {
+    const status = result.error?.status;
+    if (status === undefined || status >= 500 || status === 429)
+      return { outcome: 'server-error', retryable: true };
+  }
+  return undefined;
+}
+
+/** An error event another replica may not have (overloaded, no free slot, a 5xx-class error). */
+function continuableError(event: ErrorEvent): boolean {
+  return event.status === undefined || event.status >= 500 || event.status === 429;
+}
+
+function isContent(event: StreamEvent): boolean {
+  return (
+    event.type === 'text' ||
+    event.type === 'tool-call-delta' ||
+    (event.type === 'reasoning' && event.text !== '')
+  );
+}
+
+/** A continued stream's result as one answer: the text the client has, usage for the whole answer. */
+function stitched(result: Result, filter: ContinuedEvents, soFar: AnswerSoFar): Result {
+  const whole = Object.assign({}, result, { text: soFar.text, reasoning: soFar.reasoning });
+  if (result.usage !== undefined) whole.usage = filter.usage(result.usage);
+  else if (result.metrics.outputTokens !== undefined)
+    whole.metrics = Object.assign({}, result.metrics, { outputTokens: soFar.tokens });
+  return whole;
 }

@@ -26,7 +26,7 @@ export function upstreamCall(
 ): Call | Promise<Call> {
   const { upstream, upstreamDialect, chat } = read;
   const upstreamAbort = new AbortController();
-  if (upstreamDialect.id === 'llamacpp' && dialect.id !== 'llamacpp') {
+  if (upstreamDialect.id === 'llamacpp' && dialect.id !== 'llamacpp' && read.sentBody === undefined) {
     return withServerTemplate(upstream, chat, Object.assign({}, upstream.headers), upstreamAbort.signal).then(
       (mapped) => setUp(ctx, dialect, request, scope, read, labels, streamId, upstreamAbort, mapped),
     );
@@ -46,7 +46,7 @@ function setUp(
   mapped: ChatRequest,
 ): Call {
   const { body, chat, upstream, upstreamDialect } = read;
-  const sent = upstreamBody(dialect, upstreamDialect, body, mapped);
+  const sent = read.sentBody ?? upstreamBody(dialect, upstreamDialect, body, mapped);
   const forwarded = forwardedHeaders(request, scope.requestId);
   const url = upstreamUrl(upstream, upstreamDialect.paths[0]!);
   const trace = scope.trace;
