@@ -27,7 +27,7 @@ export class GatewayMetrics {
   readonly continuationGap = this.registry.register(
     new Histogram(
       'tokenwire_continuation_gap_seconds',
-      'From an upstream failure mid-answer to the continuation’s first event written, by route.',
+      'From an upstream failure mid-answer to the continuation’s first event written, by route and the replica that went on.',
       [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     ),
   );
