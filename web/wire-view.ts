@@ -3,6 +3,7 @@
  * split a character or a line), on the right what the client made of it (frames, keepalive comments),
  * each column closed by how the stream ended, and the summary line above them.
  */
+import { continuationSeam } from '../src/capture/continuation-seam.ts';
 import { getDialect } from '../src/dialects/registry.ts';
 import type { Result } from '../src/events/result.ts';
 import type { Frame } from '../src/wire/frame.ts';
@@ -73,12 +74,15 @@ export function addFrame(run: Run, frame: Frame, atMs: number): void {
   row.append(data);
 }
 
-/** A comment line (a keepalive), right column. */
+/** A comment line (a keepalive, or the seam where another replica went on), right column. */
 export function addComment(run: Run, text: string, atMs: number): void {
-  run.keepalives += 1;
+  const seam = continuationSeam(text);
+  if (seam === undefined) run.keepalives += 1;
   const row = addRow(run, wire, atMs, 'comment');
   if (row === undefined) return;
-  row.append(tag('keepalive'));
+  row.append(
+    tag(seam === undefined ? 'keepalive' : `seam: ${seam.upstream} went on after ${seam.afterTokens} tokens`),
+  );
   const data = document.createElement('code');
   data.textContent = `:${text}`;
   row.append(data);

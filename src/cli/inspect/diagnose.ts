@@ -23,7 +23,12 @@ import {
   ignoredStopFinding,
   usageFinding,
 } from './text-findings.ts';
-import { bufferingFinding, keepaliveFinding, localStallFinding } from './timing-findings.ts';
+import {
+  bufferingFinding,
+  continuedFinding,
+  keepaliveFinding,
+  localStallFinding,
+} from './timing-findings.ts';
 
 /**
  * The diagnosis: every finding the analysis supports, most severe first. Pure: the same analysis
@@ -136,6 +141,7 @@ export function diagnose(analysis: Analysis): Finding[] {
   add(bufferingFinding(analysis));
   add(localStallFinding(analysis));
   add(keepaliveFinding(analysis));
+  add(continuedFinding(analysis));
   add(usageFinding(analysis));
   add(cumulativeFinding(analysis.textPieces));
   return sorted(findings);

@@ -29,6 +29,10 @@ export const FINDINGS = {
     title: "which server wrote the stream (from its headers' and payloads' fingerprints)",
   },
   keepalive: { severity: 'info', title: 'SSE comment lines (keepalives) arrived' },
+  continued: {
+    severity: 'info',
+    title: 'the gateway continued the answer on another replica after its server failed (a seam comment)',
+  },
   'usage-not-requested': {
     severity: 'info',
     title: 'no token usage, and the request did not ask for it',

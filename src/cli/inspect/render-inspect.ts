@@ -1,3 +1,4 @@
+import { continuationSeam } from '../../capture/continuation-seam.ts';
 import type { StreamEvent } from '../../events/stream-event.ts';
 import { chatFigures, formatMs } from '../chat/chat-outcome.ts';
 import type { Style } from '../cli-io.ts';
@@ -204,6 +205,8 @@ function frameLine(
 }
 
 function commentLine(comment: WireComment, style: Style): string {
+  if (continuationSeam(comment.text) !== undefined)
+    return style.yellow(`comment ${JSON.stringify(`:${comment.text}`)} (the seam: another replica goes on)`);
   return style.dim(`comment ${JSON.stringify(`:${comment.text}`)} (keepalive)`);
 }
 

@@ -1,3 +1,4 @@
+import { continuationSeam } from '../../capture/continuation-seam.ts';
 import type { Analysis } from './analyze-recording.ts';
 import { type Finding, finding } from './finding.ts';
 
@@ -30,8 +31,23 @@ export function localStallFinding(analysis: Analysis): Finding | undefined {
   );
 }
 
+export function continuedFinding(analysis: Analysis): Finding | undefined {
+  const seams = analysis.comments.flatMap((comment) => {
+    const seam = continuationSeam(comment.text);
+    return seam === undefined ? [] : [Object.assign({ atMs: comment.atMs }, seam)];
+  });
+  if (seams.length === 0) return undefined;
+  const named = seams.map((seam) => `on ${seam.upstream} after ${seam.afterTokens} tokens`).join(', then ');
+  return finding(
+    'continued',
+    `the answer was continued ${named}: its server failed mid-answer and the gateway had another replica go on, under the same stream`,
+    'nothing to do: the stream is one answer; the gateway log line (continuations) says which server failed and how long the seam took',
+    { seams },
+  );
+}
+
 export function keepaliveFinding(analysis: Analysis): Finding | undefined {
-  const comments = analysis.comments;
+  const comments = analysis.comments.filter((comment) => continuationSeam(comment.text) === undefined);
   if (comments.length === 0) return undefined;
   const times = comments.map((c) => c.atMs).filter((t): t is number => t !== undefined);
   const gaps = times.slice(1).map((t, i) => t - times[i]!);
