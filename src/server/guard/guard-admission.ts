@@ -14,7 +14,7 @@ export interface Admitted {
 
 /** Request headers a browser on an allowed origin may send. */
 const CORS_ALLOWED_HEADERS =
-  'authorization, content-type, last-event-id, x-api-key, x-request-id, traceparent, tracestate, x-tokenwire-fault, x-tokenwire-flavor';
+  'authorization, content-type, last-event-id, x-api-key, x-request-id, traceparent, tracestate, x-tokenwire-fault, x-tokenwire-flavor, x-tokenwire-continue';
 /** Response headers a browser on an allowed origin may read. */
 const CORS_EXPOSED_HEADERS =
   'x-tokenwire-stream-id, retry-after, x-request-id, x-tokenwire-upstream, x-tokenwire-attempts';
