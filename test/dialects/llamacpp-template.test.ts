@@ -158,8 +158,29 @@ describe('llamacpp decoder: text frames read through the template', () => {
         { type: 'text', text: 'b', tokenIds: [10] },
         { type: 'text', text: 'c', tokenIds: [11] },
         { type: 'text', text: 'd', tokenIds: [12, 13] },
-        { type: 'text', text: 'e', tokenIds: [0] },
+        // The id of the token with no text (unrendered) goes with the next text.
+        { type: 'text', text: 'e', tokenIds: [2, 0] },
       ],
+    );
+  });
+
+  it('keeps the ids of tokens with no text for the next text, read through the template or not', () => {
+    const input = [
+      ...Array.from({ length: 20 }, (_, i) => partial(`w${i}`, i + 1, { tokens: `[${i + 100}]` })),
+      partial('', 21, { tokens: '[32046]' }),
+      partial('', 22, { tokens: '[32047]' }),
+      partial('x', 23, { tokens: '[7]' }),
+      partial('', 24, { tokens: '[2]' }),
+      FINAL,
+    ];
+    const templated = decodeAll(llamacpp.createDecoder({}), input);
+    assert.deepEqual(templated, decodeAll(llamacpp.createDecoder({ frameTemplates: false }), input));
+    const texts = templated.filter((event) => event.type === 'text');
+    assert.deepEqual(texts.at(-1), { type: 'text', text: 'x', tokenIds: [32046, 32047, 7] });
+    assert.deepEqual(
+      texts.flatMap((event) => (event.type === 'text' ? (event.tokenIds ?? []) : [])).length,
+      23,
+      'the end-of-sequence token before the final event goes nowhere',
     );
   });
 });

@@ -132,6 +132,11 @@ export class TextFrameTemplate {
       this.#decode(frame, emit, decode);
       return '';
     }
+    if (text === '' && this.#matchedIds !== undefined) {
+      // A token with ids and no text (llama.cpp's unrendered special token): the full decoder keeps them.
+      this.#decode(frame, emit, decode);
+      return '';
+    }
     if (text !== '') {
       const ids = this.#matchedIds;
       emit(ids === undefined ? { type: 'text', text } : { type: 'text', text, tokenIds: ids });

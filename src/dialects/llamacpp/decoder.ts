@@ -63,6 +63,8 @@ export class LlamacppDecoder implements DialectDecoder {
   /** Text emitted so far, to tell a final `content` that repeats it from one that adds to it. */
   readonly #text = new TextAccumulator();
   readonly #template: TextFrameTemplate | undefined;
+  /** Ids of tokens with no text, for the next text event. */
+  #pendingIds: number[] | undefined;
   readonly #decodeFully = (frame: Frame, emit: Emit): void => this.#decode(frame, emit);
 
   constructor(options: DecoderOptions = {}) {
@@ -98,9 +100,26 @@ export class LlamacppDecoder implements DialectDecoder {
       this.#decode(frame, emit);
       return;
     }
-    // The full path adds to #text itself (and then returns ''): read the result before #text.
-    const text = this.#template.frame(frame, emit, this.#decodeFully);
+    // The full path adds to #text itself (and then returns ''): read the result before #text. Ids of
+    // tokens with no text go with the next text event, wherever it is decoded.
+    const text = this.#template.frame(
+      frame,
+      this.#pendingIds === undefined ? emit : this.#withPendingIds(emit),
+      this.#decodeFully,
+    );
     if (text !== '') this.#text.add(text);
+  }
+
+  /** `emit` with the pending ids put at the front of the next text event's. */
+  #withPendingIds(emit: Emit): Emit {
+    return (event) => {
+      const pending = this.#pendingIds;
+      if (event.type === 'text' && pending !== undefined) {
+        this.#pendingIds = undefined;
+        event.tokenIds = pending.concat(event.tokenIds ?? []);
+      }
+      emit(event);
+    };
   }
 
   #decode(frame: Frame, emit: Emit): void {
@@ -207,9 +226,26 @@ export class LlamacppDecoder implements DialectDecoder {
     // Called for the final event after #stopped is set: a final `content` may repeat the whole text.
     // Only a final event can repeat the text: the text is read (and flattened) only then.
     const text = newContent(payload, this.#stopped, this.#text);
-    if (text === '') return;
+    if (text === '') {
+      // A token the server does not render (a special token mid-answer) has no text, but its id is part
+      // of the answer's token sequence (a token-exact continuation needs every id): it goes with the
+      // next text. Ids of such events before the final one (the end-of-sequence or stop-word token) go nowhere.
+      const tokens = payload.tokens;
+      if (!this.#stopped && Array.isArray(tokens) && tokens.length > 0) {
+        const pending = this.#pendingIds ?? [];
+        for (const id of tokens) if (typeof id === 'number') pending.push(id);
+        this.#pendingIds = pending;
+      }
+      return;
+    }
     this.#text.add(text);
-    emit(textEvent(text, payload));
+    const event = textEvent(text, payload);
+    const pending = this.#pendingIds;
+    if (pending !== undefined) {
+      this.#pendingIds = undefined;
+      event.tokenIds = pending.concat(event.tokenIds ?? []);
+    }
+    emit(event);
   }
 
   end(emit: Emit): void {

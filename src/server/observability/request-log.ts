@@ -101,8 +101,11 @@ export interface ContinuationRecord {
   /** The replica that failed, and the one asked to go on. */
   from: string;
   to: string | undefined;
-  /** `tokens`: token-exact (a llama.cpp token-id prompt); `prefill`: the text so far as the assistant's. */
-  path: 'tokens' | 'prefill' | undefined;
+  /**
+   * `tokens`: token-exact (a llama.cpp token-id prompt); `prefill`: the text so far as the assistant's
+   * (or after a bare prompt); `restart`: nothing of the answer had gone out, the request went as it was.
+   */
+  path: 'tokens' | 'prefill' | 'restart' | undefined;
   /** Output tokens the stream had before the seam. */
   afterTokens: number;
   /** From the failure to the continuation's first event written (ms); undefined when none came. */

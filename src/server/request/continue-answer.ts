@@ -1,5 +1,6 @@
 import type { DialectId } from '../../dialects/dialect.ts';
 import { getDialect } from '../../dialects/registry.ts';
+import { untranslatableFields } from '../../dialects/request-field-table.ts';
 import { type ChatRequest, requestMessages } from '../../events/chat-request.ts';
 import type { GatewayContext } from '../gateway-context.ts';
 import type { AttemptFailure } from '../pool/attempt-failure.ts';
@@ -12,7 +13,7 @@ import { upstreamCall } from './upstream-call.ts';
 /** A continuation set up: the call to the replica that goes on, and how its events join the stream. */
 export interface Continuation {
   call: Call;
-  path: 'tokens' | 'prefill';
+  path: 'tokens' | 'prefill' | 'restart';
   /** The prefill a server may write again at the start of its answer (ContinuedEvents takes it off). */
   echo: string | undefined;
   replica: Replica;
@@ -27,6 +28,8 @@ const PREFILL_CHAT: readonly DialectId[] = [
 ];
 /** The dialects that take a text prompt as it is: the prompt and the text so far continue it. */
 const TEXT_PROMPT: readonly DialectId[] = ['openai-completions', 'llamacpp', 'tgi'];
+/** Ollama's generate takes the prompt as it is only when raw (else its server applies the template). */
+const RAW_TEXT_PROMPT: readonly DialectId[] = TEXT_PROMPT.concat('ollama-generate');
 
 /**
  * How the stream's answer goes on on another replica of its model, best first (wire-formats.md §15):
@@ -62,13 +65,25 @@ export function continueAnswer(
   const failed = scope.lease?.replica;
   if (failed !== undefined) routing.tried.add(failed);
   const textPrompt = chat.messages === undefined || chat.messages.length === 0;
-  const wayOf = (replica: Replica): DialectId | undefined => {
+  const textWays = chat.raw === true ? RAW_TEXT_PROMPT : TEXT_PROMPT;
+  // Nothing of the answer went out yet (only its start): the request goes again as it was.
+  const restart = soFar.chunks === 0;
+  // Lossless, or loud: a way that cannot carry what the client sent is no way (unless it allowed drops).
+  const carries = (way: DialectId | undefined): DialectId | undefined =>
+    way === undefined ||
+    way === dialect.id ||
+    routing.dropAllowed ||
+    untranslatableFields(chat, dialect.id, way).length === 0
+      ? way
+      : undefined;
+  const wayOf = (replica: Replica): DialectId | undefined => carries(anyWayOf(replica));
+  const anyWayOf = (replica: Replica): DialectId | undefined => {
     const speaks = replica.upstream.dialects;
     if (tokenPrompt !== undefined && speaks.includes('llamacpp')) return 'llamacpp';
     if (soFar.place === 'reasoning') return undefined;
-    if (textPrompt && !TEXT_PROMPT.includes(firstDialect) && !PREFILL_CHAT.includes(firstDialect))
+    if (textPrompt && !textWays.includes(firstDialect) && !PREFILL_CHAT.includes(firstDialect))
       return undefined;
-    const ways = textPrompt && TEXT_PROMPT.includes(firstDialect) ? TEXT_PROMPT : PREFILL_CHAT;
+    const ways = textPrompt && textWays.includes(firstDialect) ? textWays : PREFILL_CHAT;
     if (ways.includes(firstDialect) && speaks.includes(firstDialect)) return firstDialect;
     if (ways.includes(dialect.id) && speaks.includes(dialect.id)) return dialect.id;
     return ways.find((way) => speaks.includes(way));
@@ -95,7 +110,18 @@ export function continueAnswer(
   let body: Record<string, unknown>;
   let path: Continuation['path'];
   let echo: string | undefined;
-  if (way === 'llamacpp' && tokenPrompt !== undefined) {
+  if (restart) {
+    if (way === firstDialect) {
+      body = { ...sent };
+      if (model !== undefined && 'model' in sent) body.model = model;
+    } else {
+      const extra = way === dialect.id ? chat.extra : undefined;
+      body = upstreamDialect.toRequestBody(
+        Object.assign({}, chat, { model, includeUsage: true, stream: true, extra }),
+      );
+    }
+    path = 'restart';
+  } else if (way === 'llamacpp' && tokenPrompt !== undefined) {
     // Spread, not Object.assign: the body may carry a client's own keys.
     body = {
       ...sent,
@@ -113,7 +139,7 @@ export function continueAnswer(
       stream: true,
       extra: way === dialect.id ? chat.extra : undefined,
     });
-    if (textPrompt && TEXT_PROMPT.includes(way)) {
+    if (textPrompt && textWays.includes(way)) {
       continued.prompt = `${chat.prompt ?? ''}${soFar.text}`;
     } else {
       continued.prompt = undefined;

@@ -137,6 +137,43 @@ describe('continuation: each kind of failure mid-answer', () => {
   });
 });
 
+describe('continuation when nothing of the answer went out yet', () => {
+  it('a cut after the stream’s start and before any token: the request goes again as it was (restart)', async () => {
+    const whole = chatText(await reference());
+    const role = {
+      id: 'chatcmpl-1',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'sim',
+      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+    };
+    const first = await scriptServer({
+      headers: { 'content-type': 'text/event-stream' },
+      steps: [{ write: `data: ${JSON.stringify(role)}\n\n` }, { wait: 20 }, { destroy: true }],
+    });
+    const sim = createSim({ timing: TIMING });
+    const bodies: string[] = [];
+    const second = await serve(async (request: Request) => {
+      bodies.push(await request.clone().text());
+      return sim.fetch(request);
+    });
+    open.push(first, second);
+    const g = await gateway([
+      { name: 'first', url: first.url, dialects: ['openai-chat'], models: ['sim'] },
+      { name: 'second', url: second.url, dialects: ['openai-chat'], models: ['sim'] },
+    ]);
+    const answer = chatText((await post(g.url)).text);
+    assert.deepEqual(answer, whole);
+    const record = g.logs.at(-1)?.continuations?.[0];
+    assert.equal(record?.path, 'restart');
+    assert.equal(record?.afterTokens, 0);
+    assert.equal(record?.result, 'continued');
+    const sent = JSON.parse(bodies[0]!) as { messages: unknown[]; max_tokens: number };
+    assert.equal(sent.messages.length, 1, 'no assistant turn was added');
+    assert.equal(sent.max_tokens, 40);
+  });
+});
+
 describe('continuation of a bare text prompt (a completions upstream): the prompt, then the text so far', () => {
   it('sends the prompt followed by the text so far, the cap less the tokens written, and relays the rest', async () => {
     const chunk = (text: string, finish: string | null = null) =>
