@@ -115,6 +115,8 @@ export async function relayStream(
   const continues = continuesOnFailure(ctx, request);
   const soFar = continues ? new AnswerSoFar(target.dialect === 'llamacpp') : undefined;
   let answering: Call | undefined = continues ? call : undefined;
+  // Read now: no stream-long closure may refer to `call` (it holds the request: the whole prompt).
+  const firstUpstream = call.upstream.name;
   let continuations = 0;
   // A same-dialect stream goes to the client as the upstream wrote it (every choice, logprob and extra
   // field), unless the gateway must rewrite it: plain text, coalescing, an echoed prompt, or a flavor
@@ -366,7 +368,7 @@ export async function relayStream(
     if (soFar === undefined || answering === undefined || state.relay === undefined) return false;
     if (!state.relayed || state.left || state.abandoned || state.diverged || failure === undefined)
       return false;
-    const from = scope.upstream ?? call.upstream.name;
+    const from = scope.upstream ?? firstUpstream;
     const seam = state.seam;
     if (seam !== undefined) {
       seam.filter.flush();
