@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark, then bench/RESULTS.md (machine, versions, date, headline ratios
  * and verdicts against the bench's targets, then the full tables).
  * Flags: `--quick` (fewer rounds and events, for trying things; not for RESULTS.md), `--skip-decode`,
- * `--skip-gateway`, `--skip-cli` (the bench CLI's own cost), `--skip-pipe` (gateway-vs-pipe.ts), `--skip-lag`, `--skip-workers` (serve-workers.ts), `--skip-pool` (pool-cost.ts, pool-balance.ts), `--out <file>` (default bench/RESULTS.md).
+ * `--skip-gateway`, `--skip-cli` (the bench CLI's own cost), `--skip-pipe` (gateway-vs-pipe.ts), `--skip-lag`, `--skip-workers` (serve-workers.ts), `--skip-pool` (pool-cost.ts, pool-balance.ts), `--skip-continue` (continue-cost.ts), `--out <file>` (default bench/RESULTS.md).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -267,7 +267,7 @@ if (!argv.includes('--skip-lag')) {
   });
 }
 
-/** Runs one of the pool benches (issue 31), which prints its section's Markdown body on stdout. */
+/** Runs one of the pool benches (issues 31, 32), which prints its section's Markdown body on stdout. */
 function poolSection(script: string, what: string): string {
   log(what);
   return execFileSync(
@@ -341,6 +341,15 @@ const md = [
         '## 7. Balancing under skew: 4 replicas, one 4× slower (issue 31)',
         '',
         poolSection('pool-balance.js', 'balancing under skew'),
+        '',
+      ]),
+  // Issue 32: the seam's gap and what continuation costs a stream that never fails (bench/continue-cost.ts).
+  ...(argv.includes('--skip-continue')
+    ? []
+    : [
+        '## 8. Continuation: the seam, and its cost when nothing fails (issue 32)',
+        '',
+        poolSection('continue-cost.js', 'continuation'),
         '',
       ]),
 ];
