@@ -251,6 +251,47 @@ describe('continuation: resume reads the stitched stream', () => {
   });
 });
 
+describe('continuation: the Responses cursor reads the stitched stream', () => {
+  it('GET /v1/responses/{id}?stream=true&starting_after=N replays across the seam, sequence numbers going on', async () => {
+    const dying = await replica('dying', { faults: 'die-after=6' });
+    const sibling = await replica('sibling');
+    const g = await gateway([dying.upstream, sibling.upstream], { continueOnFailure: true });
+    const response = await fetch(`${g.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'sim',
+        stream: true,
+        max_output_tokens: 40,
+        temperature: 0,
+        input: 'Tell me about the rivers of Europe.',
+      }),
+    });
+    const raw = await response.text();
+    assert.match(raw, /^: continued on sibling after \d+ tokens$/m);
+    const original = raw
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map(
+        (line) =>
+          JSON.parse(line.slice(6)) as { type: string; sequence_number: number; response?: { id: string } },
+      );
+    assert.deepEqual(
+      original.map((event) => event.sequence_number),
+      original.map((_, i) => i),
+      'one sequence, numbered from 0 across the seam',
+    );
+    assert.equal(original.filter((event) => event.type === 'response.created').length, 1);
+    assert.equal(original.at(-1)?.type, 'response.incomplete', 'ended at max_output_tokens');
+    const id = original[0]!.response!.id;
+    const replayed = (await (await fetch(`${g.url}/v1/responses/${id}?stream=true&starting_after=3`)).text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)));
+    assert.deepEqual(replayed, original.slice(4));
+  });
+});
+
 describe('continuation: the official SDKs get one complete answer', () => {
   async function pool() {
     const dying = await replica('dying', { faults: 'die-after=6' });
