@@ -28,6 +28,7 @@
  * `--seconds S`, `--tps N`, `--pairs N`, `--serial N`, `--requests N`, `--tokens N`, `--quick`.
  * Alone: `node .build/bench/continue-cost.js` (or `npx tsx bench/continue-cost.ts`).
  */
+
 import { type ChildProcess, fork } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +41,7 @@ import { createGateway } from '../src/server/create-gateway.ts';
 import type { RequestLog } from '../src/server/observability/request-log.ts';
 import type { Upstream } from '../src/server/upstream/upstream.ts';
 import { createSim } from '../src/sim/create-sim.ts';
+import { askChild } from './bench-child.ts';
 import { fmt, fmtSpread, quantile, spread } from './stats.ts';
 
 const argv = process.argv.slice(2);
@@ -189,19 +191,6 @@ async function seamGap(dialect: DialectId, want: number, seconds: number): Promi
 // ---------------------------------------------------------------------------------------------------
 // The cost on streams that never fail.
 
-function ask<T>(child: ChildProcess, message: object, key: string): Promise<T> {
-  return new Promise((resolve) => {
-    const listener = (reply: Record<string, unknown>) => {
-      if (key in reply) {
-        child.off('message', listener);
-        resolve(reply as T);
-      }
-    };
-    child.on('message', listener);
-    child.send(message);
-  });
-}
-
 /** Forks this file as the gateway process (under tsx too: the child gets this process's loader flags). */
 function startChild(
   dialect: DialectId,
@@ -245,7 +234,7 @@ async function costCell(
   }
   const results: Result[] = [];
   let next = 0;
-  const before = (await ask<{ cpu: NodeJS.CpuUsage }>(child, { sample: true }, 'cpu')).cpu;
+  const before = (await askChild<{ cpu: NodeJS.CpuUsage }>(child, { sample: true }, 'cpu')).cpu;
   await Promise.all(
     Array.from({ length: 4 }, async () => {
       while (next < requests) {
@@ -254,7 +243,7 @@ async function costCell(
       }
     }),
   );
-  const after = (await ask<{ cpu: NodeJS.CpuUsage }>(child, { sample: true }, 'cpu')).cpu;
+  const after = (await askChild<{ cpu: NodeJS.CpuUsage }>(child, { sample: true }, 'cpu')).cpu;
   const chunks = results.reduce((a, r) => a + r.metrics.chunkCount, 0);
   const ttft = results.map((r) => r.metrics.ttftMs).filter((t) => t !== undefined);
   return {
@@ -327,7 +316,7 @@ async function heapPerStream(dialect: DialectId, pairs: number, streams: number,
   );
   const prompt = 'The river runs to the sea. '.repeat(Math.ceil(promptBytes / 27)).slice(0, promptBytes);
   const cell = async (url: string): Promise<number> => {
-    const before = (await ask<{ heapUsed: number }>(child, { heap: true }, 'heapUsed')).heapUsed;
+    const before = (await askChild<{ heapUsed: number }>(child, { heap: true }, 'heapUsed')).heapUsed;
     const aborts: AbortController[] = [];
     await Promise.all(
       Array.from({ length: streams }, async (_, i) => {
@@ -354,7 +343,7 @@ async function heapPerStream(dialect: DialectId, pairs: number, streams: number,
         }
       }),
     );
-    const held = (await ask<{ heapUsed: number }>(child, { heap: true }, 'heapUsed')).heapUsed;
+    const held = (await askChild<{ heapUsed: number }>(child, { heap: true }, 'heapUsed')).heapUsed;
     for (const abort of aborts) abort.abort();
     await new Promise((resolve) => setTimeout(resolve, 300));
     return (held - before) / streams;

@@ -33,6 +33,7 @@
  * `--paths tokens,tokens-chat,prefill`, `--out FILE` (test-output/continue-real.json). A prompt whose
  * reference fails (llama-server's own mid-stream 500 on some outputs) is listed and replaced by the next.
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,6 +41,7 @@ import { parseArgs } from 'node:util';
 import { serve } from '../src/node/serve.ts';
 import { createGateway, type Gateway, type RequestLog } from '../src/server/create-gateway.ts';
 import type { Upstream } from '../src/server/upstream/upstream.ts';
+import { sseData } from './sse-data.ts';
 import { quantile } from './stats.ts';
 
 const SERVER_DIR = '/work/shared/real-servers/llama-server-b10108';
@@ -282,41 +284,28 @@ async function readStream(
     read.error = `HTTP ${response.status}: ${(await response.text()).slice(0, 300)}`;
     return read;
   }
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const bytes of response.body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let end = buffer.indexOf('\n\n');
-    while (end >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      end = buffer.indexOf('\n\n');
-      for (const line of event.split('\n')) {
-        if (!line.startsWith('data:')) continue;
-        const data = line.slice(5).trim();
-        if (data === '[DONE]') {
-          read.done = true;
-          continue;
-        }
-        const chunk = JSON.parse(data) as {
-          content?: string;
-          tokens?: number[];
-          stop?: boolean;
-          error?: { message?: string };
-          choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[];
-        };
-        if (chunk.error !== undefined) read.error = chunk.error.message ?? JSON.stringify(chunk.error);
-        let text = '';
-        if (typeof chunk.content === 'string') text = chunk.content;
-        const delta = chunk.choices?.[0]?.delta?.content;
-        if (typeof delta === 'string') text += delta;
-        if (chunk.stop === true || typeof chunk.choices?.[0]?.finish_reason === 'string') read.done = true;
-        if (text !== '') {
-          read.text += text;
-          read.pieces.push(chunk.tokens === undefined ? { text } : { text, ids: chunk.tokens });
-          onToken?.(read.pieces.length, upstream);
-        }
-      }
+  for await (const data of sseData(response.body)) {
+    if (data === '[DONE]') {
+      read.done = true;
+      continue;
+    }
+    const chunk = JSON.parse(data) as {
+      content?: string;
+      tokens?: number[];
+      stop?: boolean;
+      error?: { message?: string };
+      choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[];
+    };
+    if (chunk.error !== undefined) read.error = chunk.error.message ?? JSON.stringify(chunk.error);
+    let text = '';
+    if (typeof chunk.content === 'string') text = chunk.content;
+    const delta = chunk.choices?.[0]?.delta?.content;
+    if (typeof delta === 'string') text += delta;
+    if (chunk.stop === true || typeof chunk.choices?.[0]?.finish_reason === 'string') read.done = true;
+    if (text !== '') {
+      read.text += text;
+      read.pieces.push(chunk.tokens === undefined ? { text } : { text, ids: chunk.tokens });
+      onToken?.(read.pieces.length, upstream);
     }
   }
   return read;

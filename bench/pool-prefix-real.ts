@@ -27,8 +27,10 @@
  * `--system-words N` (100), `--seed S` (1; varies the text so runs share no prefix), `--label TEXT`,
  * `--json` (one JSON object on stdout instead of the summary).
  */
+
 import { parseArgs } from 'node:util';
 import { seededRandom } from '../src/bench/arrivals.ts';
+import { sseData } from './sse-data.ts';
 import { quantile } from './stats.ts';
 
 interface Message {
@@ -75,44 +77,31 @@ async function readStream(
 }> {
   const body = response.body;
   if (body === null) return { ttftMs: undefined, answer: '', error: 'no body' };
-  const decoder = new TextDecoder();
-  let buffer = '';
   let ttftMs: number | undefined;
   let answer = '';
   let cacheN: number | undefined;
   let promptN: number | undefined;
   let error: string | undefined;
   let done = false;
-  for await (const bytes of body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let end = buffer.indexOf('\n\n');
-    while (end >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      end = buffer.indexOf('\n\n');
-      for (const line of event.split('\n')) {
-        if (!line.startsWith('data:')) continue;
-        const data = line.slice(5).trim();
-        if (data === '[DONE]') {
-          done = true;
-          continue;
-        }
-        const chunk = JSON.parse(data) as {
-          choices?: { delta?: { content?: string | null } }[];
-          timings?: { cache_n?: number; prompt_n?: number };
-          error?: { message?: string };
-        };
-        if (chunk.error !== undefined) error = chunk.error.message ?? JSON.stringify(chunk.error);
-        const content = chunk.choices?.[0]?.delta?.content;
-        if (typeof content === 'string' && content !== '') {
-          if (ttftMs === undefined) ttftMs = performance.now() - started;
-          answer += content;
-        }
-        if (chunk.timings !== undefined) {
-          cacheN = chunk.timings.cache_n;
-          promptN = chunk.timings.prompt_n;
-        }
-      }
+  for await (const data of sseData(body)) {
+    if (data === '[DONE]') {
+      done = true;
+      continue;
+    }
+    const chunk = JSON.parse(data) as {
+      choices?: { delta?: { content?: string | null } }[];
+      timings?: { cache_n?: number; prompt_n?: number };
+      error?: { message?: string };
+    };
+    if (chunk.error !== undefined) error = chunk.error.message ?? JSON.stringify(chunk.error);
+    const content = chunk.choices?.[0]?.delta?.content;
+    if (typeof content === 'string' && content !== '') {
+      if (ttftMs === undefined) ttftMs = performance.now() - started;
+      answer += content;
+    }
+    if (chunk.timings !== undefined) {
+      cacheN = chunk.timings.cache_n;
+      promptN = chunk.timings.prompt_n;
     }
   }
   if (!done && error === undefined) error = 'stream ended without [DONE]';

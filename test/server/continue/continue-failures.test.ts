@@ -1,55 +1,33 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { DIALECT_IDS, type DialectId } from '../../../src/dialects/dialect.ts';
+import type { DialectId } from '../../../src/dialects/dialect.ts';
 import { serve } from '../../../src/node/serve.ts';
-import { createGateway, type GatewayOptions } from '../../../src/server/create-gateway.ts';
-import type { RequestLog } from '../../../src/server/observability/request-log.ts';
+import type { GatewayOptions } from '../../../src/server/create-gateway.ts';
 import type { Upstream } from '../../../src/server/upstream/upstream.ts';
 import { createSim } from '../../../src/sim/index.ts';
 import type { SimOptions } from '../../../src/sim/sim-options.ts';
+import { ContinuePool, openAiStreamText } from '../../helpers/continue-pool.ts';
 import { type RecordedRequest, scriptServer } from '../../helpers/script-server.ts';
 
-const open: { close(): Promise<void> }[] = [];
-after(async () => {
-  for (const server of open.reverse()) await server.close();
-});
-
-const TIMING = { tokensPerSecond: 4000, loadMs: 0, jitter: 0 };
+const pool = new ContinuePool();
+after(() => pool.close());
+const open = {
+  push: (...servers: { close(): Promise<void> }[]) => {
+    for (const server of servers) pool.hold(server);
+  },
+};
 
 async function simUpstream(
   name: string,
   options: SimOptions = {},
   extra: Partial<Upstream> = {},
-  dialects: readonly DialectId[] = DIALECT_IDS,
+  dialects?: readonly DialectId[],
 ): Promise<Upstream> {
-  const served = await serve(createSim(Object.assign({ timing: TIMING }, options)).fetch);
-  open.push(served);
-  return Object.assign({ name, url: served.url, dialects, models: ['sim'] }, extra);
+  return (await pool.replica(name, options, dialects, extra)).upstream;
 }
 
-async function gateway(upstreams: Upstream[], options: Partial<GatewayOptions> = {}) {
-  const logs: RequestLog[] = [];
-  const g = createGateway(
-    Object.assign(
-      {
-        upstreams,
-        healthIntervalMs: 0,
-        balance: 'round-robin' as const,
-        continueOnFailure: true,
-        onLog: (record: RequestLog) => logs.push(record),
-      },
-      options,
-    ),
-  );
-  const served = await serve(g.fetch);
-  open.push({
-    close: async () => {
-      await g.close();
-      await served.close();
-    },
-  });
-  return { url: served.url, logs };
-}
+const gateway = (upstreams: Upstream[], options: Partial<GatewayOptions> = {}) =>
+  pool.gateway(upstreams, Object.assign({ continueOnFailure: true }, options));
 
 const body = {
   model: 'sim',
@@ -68,21 +46,10 @@ async function post(url: string, path = '/v1/chat/completions', payload: unknown
   return { status: response.status, text: await response.text() };
 }
 
-function chatText(raw: string): { text: string; finish: string | undefined } {
-  let text = '';
-  let finish: string | undefined;
-  for (const line of raw.split('\n')) {
-    if (!line.startsWith('data: {')) continue;
-    const chunk = JSON.parse(line.slice(6)) as {
-      choices?: { delta?: { content?: string }; text?: string; finish_reason?: string | null }[];
-    };
-    for (const choice of chunk.choices ?? []) {
-      text += choice.delta?.content ?? choice.text ?? '';
-      if (choice.finish_reason) finish = choice.finish_reason;
-    }
-  }
+const chatText = (raw: string) => {
+  const { text, finish } = openAiStreamText(raw);
   return { text, finish };
-}
+};
 
 async function reference(path = '/v1/chat/completions', payload: unknown = body): Promise<string> {
   const alone = await gateway([await simUpstream('reference')], { continueOnFailure: false });
@@ -151,7 +118,7 @@ describe('continuation when nothing of the answer went out yet', () => {
       headers: { 'content-type': 'text/event-stream' },
       steps: [{ write: `data: ${JSON.stringify(role)}\n\n` }, { wait: 20 }, { destroy: true }],
     });
-    const sim = createSim({ timing: TIMING });
+    const sim = createSim({ timing: { tokensPerSecond: 4000, loadMs: 0, jitter: 0 } });
     const bodies: string[] = [];
     const second = await serve(async (request: Request) => {
       bodies.push(await request.clone().text());

@@ -3,54 +3,11 @@ import { after, describe, it } from 'node:test';
 import { DIALECT_IDS, type DialectId } from '../../../src/dialects/dialect.ts';
 import { getDialect } from '../../../src/dialects/registry.ts';
 import type { ChatRequest } from '../../../src/events/chat-request.ts';
-import { serve } from '../../../src/node/serve.ts';
-import { createGateway, type GatewayOptions } from '../../../src/server/create-gateway.ts';
-import type { RequestLog } from '../../../src/server/observability/request-log.ts';
-import type { Upstream } from '../../../src/server/upstream/upstream.ts';
-import { createSim, type Sim } from '../../../src/sim/index.ts';
-import type { SimOptions } from '../../../src/sim/sim-options.ts';
+import { ContinuePool } from '../../helpers/continue-pool.ts';
 import { decodeChunks } from '../../helpers/decode.ts';
 
-const open: { close(): Promise<void> }[] = [];
-after(async () => {
-  for (const server of open.reverse()) await server.close();
-});
-
-const TIMING = { tokensPerSecond: 4000, loadMs: 0, jitter: 0 };
-
-async function replica(
-  name: string,
-  dialects: readonly DialectId[],
-  options: SimOptions = {},
-): Promise<{ upstream: Upstream; sim: Sim }> {
-  const sim = createSim(Object.assign({ timing: TIMING }, options));
-  const served = await serve(sim.fetch);
-  open.push(served);
-  return { sim, upstream: { name, url: served.url, dialects, models: ['sim'] } };
-}
-
-async function gateway(upstreams: Upstream[], options: Partial<GatewayOptions> = {}) {
-  const logs: RequestLog[] = [];
-  const g = createGateway(
-    Object.assign(
-      {
-        upstreams,
-        healthIntervalMs: 0,
-        balance: 'round-robin' as const,
-        onLog: (r: RequestLog) => logs.push(r),
-      },
-      options,
-    ),
-  );
-  const served = await serve(g.fetch);
-  open.push({
-    close: async () => {
-      await g.close();
-      await served.close();
-    },
-  });
-  return { url: served.url, logs, gateway: g };
-}
+const pool = new ContinuePool();
+after(() => pool.close());
 
 const ASK: ChatRequest = {
   model: 'sim',
@@ -101,11 +58,11 @@ for (const path of ['tokens', 'prefill'] as const) {
   describe(`continuation on a sibling (${path} path): the client's bytes are an uninterrupted answer's`, () => {
     for (const id of DIALECT_IDS) {
       it(`${id} client`, async () => {
-        const dying = await replica('dying', upstreamDialects, { faults: 'die-after=6' });
-        const sibling = await replica('sibling', upstreamDialects);
-        const pool = await gateway([dying.upstream, sibling.upstream], { continueOnFailure: true });
-        const alone = await gateway([sibling.upstream]);
-        const continued = await ask(pool.url, id);
+        const dying = await pool.replica('dying', { faults: 'die-after=6' }, upstreamDialects);
+        const sibling = await pool.replica('sibling', {}, upstreamDialects);
+        const gateway = await pool.gateway([dying.upstream, sibling.upstream], { continueOnFailure: true });
+        const alone = await pool.gateway([sibling.upstream]);
+        const continued = await ask(gateway.url, id);
         const whole = await ask(alone.url, id);
         assert.equal(continued.status, 200);
         assert.equal(dying.sim.stats.log.length, 1, 'the first attempt went to the dying replica');
@@ -113,7 +70,7 @@ for (const path of ['tokens', 'prefill'] as const) {
         const decoded = textOf(id, continued.text);
         assert.equal(decoded.complete, true, `complete: ${continued.text.slice(-400)}`);
         assert.equal(normalized(continued.text), normalized(whole.text));
-        const log = pool.logs.at(-1)!;
+        const log = gateway.logs.at(-1)!;
         assert.equal(log.continuations?.length, 1);
         assert.equal(log.continuations?.[0]?.result, 'continued');
         assert.equal(log.continuations?.[0]?.path, path);

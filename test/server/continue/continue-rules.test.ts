@@ -3,54 +3,18 @@ import { after, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
-import { DIALECT_IDS, type DialectId } from '../../../src/dialects/dialect.ts';
-import { serve } from '../../../src/node/serve.ts';
-import { createGateway, type GatewayOptions } from '../../../src/server/create-gateway.ts';
-import type { RequestLog } from '../../../src/server/observability/request-log.ts';
+import type { DialectId } from '../../../src/dialects/dialect.ts';
+import type { GatewayOptions } from '../../../src/server/create-gateway.ts';
 import type { Upstream } from '../../../src/server/upstream/upstream.ts';
-import { createSim, type Sim } from '../../../src/sim/index.ts';
 import type { SimOptions } from '../../../src/sim/sim-options.ts';
+import { ContinuePool, openAiStreamText } from '../../helpers/continue-pool.ts';
 
-const open: { close(): Promise<void> }[] = [];
-after(async () => {
-  for (const server of open.reverse()) await server.close();
-});
-
-const TIMING = { tokensPerSecond: 4000, loadMs: 0, jitter: 0 };
-
-async function replica(
-  name: string,
-  options: SimOptions = {},
-  dialects: readonly DialectId[] = DIALECT_IDS,
-): Promise<{ upstream: Upstream; sim: Sim }> {
-  const sim = createSim(Object.assign({ timing: TIMING }, options));
-  const served = await serve(sim.fetch);
-  open.push(served);
-  return { sim, upstream: { name, url: served.url, dialects, models: ['sim'] } };
-}
-
-async function gateway(upstreams: Upstream[], options: Partial<GatewayOptions> = {}) {
-  const logs: RequestLog[] = [];
-  const g = createGateway(
-    Object.assign(
-      {
-        upstreams,
-        healthIntervalMs: 0,
-        balance: 'round-robin' as const,
-        onLog: (record: RequestLog) => logs.push(record),
-      },
-      options,
-    ),
-  );
-  const served = await serve(g.fetch);
-  open.push({
-    close: async () => {
-      await g.close();
-      await served.close();
-    },
-  });
-  return { url: served.url, logs };
-}
+const pool = new ContinuePool();
+after(() => pool.close());
+const replica = (name: string, options: SimOptions = {}, dialects?: readonly DialectId[]) =>
+  pool.replica(name, options, dialects);
+const gateway = (upstreams: Upstream[], options: Partial<GatewayOptions> = {}) =>
+  pool.gateway(upstreams, options);
 
 const chatBody = (extra: Record<string, unknown> = {}) =>
   Object.assign(
@@ -73,25 +37,7 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
-/** The text of an OpenAI chat stream, and whether it ended as a finished answer. */
-function chatText(raw: string): { text: string; finish: string | undefined; error: string | undefined } {
-  let text = '';
-  let finish: string | undefined;
-  let error: string | undefined;
-  for (const line of raw.split('\n')) {
-    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-    const chunk = JSON.parse(line.slice(6)) as {
-      choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
-      error?: { message: string };
-    };
-    if (chunk.error !== undefined) error = chunk.error.message;
-    for (const choice of chunk.choices ?? []) {
-      text += choice.delta?.content ?? '';
-      if (choice.finish_reason) finish = choice.finish_reason;
-    }
-  }
-  return { text, finish, error };
-}
+const chatText = openAiStreamText;
 
 async function wholeAnswer(body: unknown = chatBody()): Promise<string> {
   const sibling = await replica('reference');
