@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { type ServedHandler, serve } from '../../src/node/serve.ts';
 import { createSim } from '../../src/sim/index.ts';
 import { repoRoot, testOutputPath } from '../helpers/paths.ts';
-import { cli, type ServedSim, serveSim, startServe } from './cli-helpers.ts';
+import { cli, FakeIo, type ServedSim, serveSim, startServe } from './cli-helpers.ts';
 
 /** A port nothing listens on (connection refused). */
 async function closedPort(): Promise<number> {
@@ -82,6 +82,8 @@ interface StartRecord {
   }[];
   balance: string;
   retries: number;
+  continueOnFailure: boolean;
+  continueMax: number;
 }
 
 describe('serve with many upstreams', () => {
@@ -285,6 +287,54 @@ describe('serve with many upstreams', () => {
     ]);
     assert.equal(missing.code, 2);
     assert.match(missing.io.err, /cannot read --config .*nope\.json: no such file/);
+  });
+
+  it('--continue-on-failure: an answer whose server dies mid-answer goes on on the other, one stream', async () => {
+    const dying = await serveSim({ models: ['m'], faults: 'die-after=6', timing: { tokensPerSecond: 2000 } });
+    const sibling = await serveSim({ models: ['m'], timing: { tokensPerSecond: 2000 } });
+    const run = startServe([
+      '--json',
+      '--upstream',
+      dying.url,
+      '--upstream',
+      sibling.url,
+      '--balance',
+      'round-robin',
+      '--continue-on-failure',
+      '--continue-max',
+      '2',
+    ]);
+    try {
+      const started = (await run.started) as unknown as StartRecord;
+      assert.equal(started.continueOnFailure, true);
+      assert.equal(started.continueMax, 2);
+      for (let i = 0; i < 2; i++) {
+        const response = await fetch(`${started.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'm',
+            stream: true,
+            max_tokens: 20,
+            messages: [{ role: 'user', content: 'Tell me about rivers' }],
+          }),
+        });
+        const body = await response.text();
+        assert.match(body, /"finish_reason":"length"/, body);
+        assert.match(body, /data: \[DONE\]/);
+      }
+      assert.equal(dying.sim.stats.log.filter((record) => record.outcome === 'cut').length, 1);
+    } finally {
+      assert.equal(await run.stop(), 0);
+      await dying.close();
+      await sibling.close();
+    }
+  });
+
+  it('--continue-max must be a whole number: exit 2 naming it', async () => {
+    const io = new FakeIo();
+    assert.equal((await cli(['serve', '--continue-max', 'lots'], io)).code, 2);
+    assert.match(io.err, /--continue-max/);
   });
 
   it('--help documents --upstream (repeatable, path kept), --config, --balance and --retries', async () => {

@@ -176,6 +176,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     values.retries === undefined
       ? (config?.retries ?? DEFAULT_RETRIES)
       : integer(values.retries, '--retries');
+  const continueMax =
+    values['continue-max'] === undefined ? 1 : integer(values['continue-max'], '--continue-max');
   // node:cluster and the cluster's code only when workers are asked for (a single process never needs them).
   const clusterServe = values.workers === '1' ? undefined : await import('../../node/cluster-serve.ts');
   const workers = clusterServe === undefined ? 1 : clusterServe.parseWorkerCount(values.workers);
@@ -349,8 +351,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     balance,
     retries,
     continueOnFailure: values['continue-on-failure'],
-    continueMax:
-      values['continue-max'] === undefined ? undefined : integer(values['continue-max'], '--continue-max'),
+    continueMax,
     downAtStart,
     keepaliveMs:
       values['keepalive-ms'] === undefined ? undefined : integer(values['keepalive-ms'], '--keepalive-ms'),
@@ -386,7 +387,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const loopback = values.host === '127.0.0.1' || values.host === 'localhost' || values.host === '::1';
   if (values.json) {
     io.stdout.write(
-      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, upstreams: summaries, balance, retries, loopbackOnly: loopback, logLevel, allowedHosts: allowedHosts ?? '*', bodyTimeoutMs, maxConnections, ...securitySummary(security, values['resume-store']) })}\n`,
+      `${JSON.stringify({ url: served.url, host: served.host, port: served.port, upstream: upstreamText, upstreams: summaries, balance, retries, continueOnFailure: values['continue-on-failure'], continueMax, loopbackOnly: loopback, logLevel, allowedHosts: allowedHosts ?? '*', bodyTimeoutMs, maxConnections, ...securitySummary(security, values['resume-store']) })}\n`,
     );
   } else {
     io.stdout.write(`${style.bold('tokenwire gateway')} listening on ${style.cyan(served.url)}\n`);
