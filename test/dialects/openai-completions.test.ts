@@ -141,6 +141,21 @@ describe('openai-completions encoder', () => {
     );
   });
 
+  it('vLLM: once the finish came, flush() keeps the last piece for the finish chunk (a read may end between them)', () => {
+    const encoder = new OpenAiCompletionsEncoder({ flavor: 'vllm' });
+    let out = '';
+    const sink = (data: string) => {
+      out += `data: ${data}\n\n`;
+    };
+    encoder.event(vllmStart, sink);
+    encoder.event({ type: 'text', text: 'A' }, sink);
+    encoder.event({ type: 'finish', reason: 'length', raw: 'length' }, sink);
+    encoder.flush(sink);
+    assert.equal(out, '', 'held for the finish');
+    encoder.end(sink);
+    assert.equal(out, `${vllmChunk('A', 'length')}data: [DONE]\n\n`);
+  });
+
   it("writes vLLM's error event the way Python's json.dumps does: spaced, ASCII-escaped", () => {
     const wire = encodeEvents(openAiCompletions, [], {
       ending: { kind: 'error', error: { message: 'échec «x»', status: 400 } },

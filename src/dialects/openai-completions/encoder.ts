@@ -82,7 +82,7 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
         return;
       case 'text':
         if (this.#holdsText()) {
-          this.flush(sink);
+          this.#writePending(sink);
           this.#pending = event.text;
           this.#pendingChoice = event.choice ?? 0;
           this.#pendingLogprobs = event.logprobs;
@@ -112,8 +112,16 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
     }
   }
 
-  /** Writes the held text piece (vLLM, TGI) as its own chunk. A no-op for the other flavors. */
+  /**
+   * Writes the held text piece (vLLM, TGI) as its own chunk. A no-op for the other flavors, and once the
+   * answer's finish came: the last piece then goes out with it, in one chunk, as vLLM writes it.
+   */
   flush(sink: FrameSink): void {
+    if (this.#totals.finish === undefined) this.#writePending(sink);
+  }
+
+  /** Writes the held text piece as its own chunk. */
+  #writePending(sink: FrameSink): void {
     const pending = this.#pending;
     if (pending === undefined) return;
     this.#pending = undefined;
@@ -124,7 +132,7 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
     const finishes = this.#finishes();
     switch (this.#flavor) {
       case 'vllm': {
-        if (finishes.length === 0) this.flush(sink);
+        if (finishes.length === 0) this.#writePending(sink);
         for (const [index, finish] of finishes) {
           const held = this.#finishText(finish.reason === 'length', sink, index);
           const choice = {
@@ -158,7 +166,7 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
         break;
       case 'tgi':
         // `CompletionFinal`: model before choices, usage always, TGI's own finish word.
-        if (finishes.length === 0) this.flush(sink);
+        if (finishes.length === 0) this.#writePending(sink);
         for (const [index, finish] of finishes) {
           const word = tgiFinishWord(finish);
           // TGI keeps stop sequences in the text: the token that completed one has text too.
@@ -215,7 +223,7 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
   }
 
   error(error: MidStreamError, sink: FrameSink): void {
-    this.flush(sink);
+    this.#writePending(sink);
     if (writeOpenAiStreamError(this.#flavor, error, sink)) return;
     // Ollama: no error representation (wire-formats.md §6.4, §9): the native `{"error": …}` line is read
     // as an empty generate response, so the client gets a chunk with `model: ""`, text "" and no finish
@@ -241,7 +249,7 @@ export class OpenAiCompletionsEncoder implements DialectEncoder {
     choice: number,
   ): { text: string; logprobs: TokenLogprob[] | undefined } {
     // A piece held for another choice is not this finish's.
-    if (!lastTokenHasText || this.#pendingChoice !== choice) this.flush(sink);
+    if (!lastTokenHasText || this.#pendingChoice !== choice) this.#writePending(sink);
     const text = this.#pending ?? '';
     const logprobs = this.#pending === undefined ? undefined : this.#pendingLogprobs;
     this.#pending = undefined;
