@@ -180,6 +180,9 @@ export function createSim(options: SimOptions = {}): Sim {
         const { prompt: _ids, ...extra } = chat.extra ?? {};
         chat = Object.assign({}, chat, { prompt: decodeBytes(bytes), extra });
         continuation = { kind: 'tokens', ids, bytes, seedOf };
+      } else if (chat.messages === undefined || chat.messages.length === 0) {
+        // A bare text prompt may end with the first part of an earlier answer (sim-continuation.ts).
+        if (chat.prompt !== undefined && chat.prompt !== '') continuation = { kind: 'text', seedOf };
       } else {
         const prefilled = prefillOf(chat);
         if (prefilled !== undefined)

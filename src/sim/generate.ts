@@ -60,7 +60,7 @@ export interface PlanInput {
 const MAX_ANSWER_TOKENS = 400;
 
 export function planGeneration(input: PlanInput): GenerationPlan {
-  return capped(draftPlan(input), input);
+  return capped(withInputTokens(draftPlan(input), input), input);
 }
 
 /**
@@ -76,6 +76,8 @@ export function planContinuation(input: PlanInput, prefill: string): GenerationP
   const k = prefixTokens(draft.tokens, prefill);
   if (k === undefined) return undefined;
   draft.tokens = draft.tokens.slice(k);
+  // Counted only for a match: a prompt searched for a continuation is tokenized once, not per try.
+  withInputTokens(draft, input);
   draft.inputTokens += input.tokenizer.encode(prefill).length;
   return capped(draft, input);
 }
@@ -114,6 +116,12 @@ function prefixTokens(tokens: readonly PlannedToken[], prefill: string): number 
   }
 }
 
+/** The draft with its prompt's token count (tokenizing the prompt is the plan's costly part). */
+function withInputTokens(draft: DraftPlan, input: PlanInput): DraftPlan {
+  draft.inputTokens = promptTokens(input.tokenizer, input.request);
+  return draft;
+}
+
 /** An answer before the output cap, for a plan or a continuation to cut. */
 interface DraftPlan {
   inputTokens: number;
@@ -148,7 +156,6 @@ function draftPlan(input: PlanInput): DraftPlan {
     tokenizer,
     faults.multilingual === true ? 'multilingual' : languageOf(lastUserText(request)),
   );
-  const inputTokens = promptTokens(tokenizer, request);
 
   const reasoning: PlannedToken[] = wantsReasoning(request.reasoning)
     ? planned('reasoning', answerBytes(units.reasoning, rng, 16, 40))
@@ -193,7 +200,7 @@ function draftPlan(input: PlanInput): DraftPlan {
       body.push({ channel: 'text', text: faults.controlTokens });
   }
 
-  return { inputTokens, tokens: [...reasoning, ...body], toolCall, end, stopSequence };
+  return { inputTokens: 0, tokens: [...reasoning, ...body], toolCall, end, stopSequence };
 }
 
 /** Tokens a chat template adds around each message (`<|start_header_id|>role<|end_header_id|>\n\n … <|eot_id|>`). */

@@ -1,4 +1,6 @@
 import type { ChatRequest } from '../events/chat-request.ts';
+import type { CorpusLanguage } from './corpus.ts';
+import { corpusUnits } from './corpus-units.ts';
 import {
   type GenerationPlan,
   type PlanInput,
@@ -20,6 +22,11 @@ export type SimContinuation =
       readonly request: ChatRequest;
       readonly prefill: string;
       readonly seed: number;
+    }
+  | {
+      /** A bare text prompt that may end with the first part of the answer to a shorter prompt. */
+      readonly kind: 'text';
+      readonly seedOf: (request: ChatRequest) => number;
     }
   | {
       readonly kind: 'tokens';
@@ -89,6 +96,9 @@ export function planWithContinuation(
       continuation.prefill,
     );
     if (continued !== undefined) return continued;
+  } else if (continuation?.kind === 'text') {
+    const continued = textContinuation(input, continuation, seedFor);
+    if (continued !== undefined) return continued;
   } else if (continuation?.kind === 'tokens') {
     const continued = tokenContinuation(input, continuation, seedFor);
     if (continued !== undefined) return continued;
@@ -143,4 +153,81 @@ export function tokenBytesOf(tokenizer: SimTokenizer, ids: readonly number[]): U
       throw new RangeError(`invalid token id ${id} in prompt`);
     }
   });
+}
+
+/** How far back from a text prompt's end its continued part may start (an answer is at most ~420 tokens). */
+const MAX_CONTINUED_CHARS = 8192;
+/**
+ * The most places a text prompt is tried at (each costs a plan): a prompt full of the corpus's sentence
+ * starts is answered as itself beyond them. Tried from the end (the shortest continuation first): only
+ * the sentence starts inside the answer so far come before the place it starts at, so a prompt that holds
+ * earlier answers (a conversation rendered as text) still finds it.
+ */
+const MAX_TEXT_TRIES = 16;
+
+/**
+ * A bare text prompt that continues an earlier answer: the prompt is a prompt P followed by the first
+ * part of P's answer (what a server that died wrote), so it goes on with the rest. Only the places where a
+ * sentence of the corpus starts are tried (an answer starts with one), from the end: a prompt that
+ * continues nothing costs a scan of its last characters and at most MAX_TEXT_TRIES plans.
+ */
+function textContinuation(
+  input: PlanInput,
+  continuation: Extract<SimContinuation, { kind: 'text' }>,
+  seedFor: (seed: number) => number,
+): GenerationPlan | undefined {
+  const whole = input.request.prompt;
+  if (whole === undefined || whole === '') return undefined;
+  const starts = answerStarts(input.tokenizer);
+  let tries = 0;
+  for (let j = whole.length - 1; j >= Math.max(1, whole.length - MAX_CONTINUED_CHARS); j--) {
+    const candidates = starts.get(whole[j] as string);
+    if (candidates === undefined) continue;
+    const rest = whole.slice(j);
+    if (!candidates.some((start) => start.startsWith(rest) || rest.startsWith(start))) continue;
+    if (++tries > MAX_TEXT_TRIES) return undefined;
+    const request = Object.assign({}, input.request, { prompt: whole.slice(0, j) });
+    const seed = seedFor(continuation.seedOf(request));
+    const continued = planContinuation(Object.assign({}, input, { request, seed }), rest);
+    if (continued !== undefined) return continued;
+  }
+  return undefined;
+}
+
+const ANSWER_START_CHARS = 12;
+/** Every language an answer is written in (corpus.ts `languageOf`), Markdown's blocks in their order. */
+const ANSWER_LANGUAGES: readonly CorpusLanguage[] = [
+  'multilingual',
+  'en',
+  'is',
+  'ja',
+  'ru',
+  'ar',
+  'hi',
+  'md-list',
+  'md-code',
+  'md-table',
+  'md-list-code',
+  'md-list-table',
+  'md-code-table',
+  'md-list-code-table',
+];
+const answerStartsOf = new WeakMap<SimTokenizer, Map<string, string[]>>();
+
+/** The first characters of every sentence an answer may start with, by their first character. */
+function answerStarts(tokenizer: SimTokenizer): Map<string, string[]> {
+  let starts = answerStartsOf.get(tokenizer);
+  if (starts !== undefined) return starts;
+  starts = new Map();
+  for (const language of ANSWER_LANGUAGES)
+    for (const unit of corpusUnits(tokenizer, language).answer) {
+      const start = unit.text.slice(0, ANSWER_START_CHARS);
+      const first = start[0];
+      if (first === undefined) continue;
+      const list = starts.get(first) ?? [];
+      if (!list.includes(start)) list.push(start);
+      starts.set(first, list);
+    }
+  answerStartsOf.set(tokenizer, starts);
+  return starts;
 }

@@ -151,6 +151,46 @@ describe('sim continuation: token-exact, llama.cpp /completion with token ids', 
   });
 });
 
+describe('sim continuation: a bare text prompt that ends with the first part of its answer', () => {
+  it('goes on with the rest, for any cut at a token boundary; a prompt that continues nothing is answered as itself', async () => {
+    const completions = getDialect('openai-completions');
+    const sim = simWith();
+    const prompt = 'The river runs to the sea';
+    const ask = async (text: string, maxTokens = 60) =>
+      decode(
+        completions,
+        (
+          await readChunks(
+            await postRaw(sim, '/v1/completions', {
+              model: 'sim',
+              prompt: text,
+              stream: true,
+              max_tokens: maxTokens,
+            }),
+          )
+        ).chunks,
+      );
+    const whole = await ask(prompt);
+    const pieces = texts(whole.events);
+    assert.ok(pieces.length > 10);
+    for (const k of [1, 4, 9]) {
+      const before = pieces.slice(0, k).join('');
+      const rest = await ask(prompt + before, 60 - k);
+      assert.equal(rest.complete, true);
+      assert.equal(before + rest.text, whole.text, `cut after ${k} tokens`);
+      assert.equal(finishOf(rest.events), finishOf(whole.events));
+    }
+    const other = await ask(`${prompt} and the hills`);
+    assert.notEqual(other.text.slice(0, 20), whole.text.slice(0, 20));
+    // A prompt that holds earlier answers (a conversation rendered as text: many sentence starts) too.
+    const conversation = `${prompt}${whole.text}\n\n${prompt}${whole.text}\n\nAnd the lakes?`;
+    const second = await ask(conversation);
+    const secondPieces = texts(second.events);
+    const before = secondPieces.slice(0, 5).join('');
+    assert.equal(before + (await ask(conversation + before, 55)).text, second.text);
+  });
+});
+
 describe('sim fault die-after=<n>: a replica that dies mid-answer', () => {
   it('parses as its own fault, the same count as cut-after', () => {
     assert.deepEqual(parseFaults('die-after=4'), { dieAfter: 4 });

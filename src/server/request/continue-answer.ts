@@ -64,8 +64,11 @@ export function continueAnswer(
   if (left !== undefined && left < 1) return 'the answer had reached its output cap';
   const failed = scope.lease?.replica;
   if (failed !== undefined) routing.tried.add(failed);
-  const textPrompt = chat.messages === undefined || chat.messages.length === 0;
   const textWays = chat.raw === true ? RAW_TEXT_PROMPT : TEXT_PROMPT;
+  // The first attempt sent a bare text prompt (the client's, or chat turns rendered into one): it goes
+  // on as that prompt followed by the text so far. Else it went to a chat route: the text so far is the
+  // assistant's last turn.
+  const sentPrompt = textWays.includes(firstDialect) ? textPromptOf(firstDialect, sent) : undefined;
   // Nothing of the answer went out yet (only its start): the request goes again as it was.
   const restart = soFar.chunks === 0;
   // Lossless, or loud: a way that cannot carry what the client sent is no way (unless it allowed drops).
@@ -81,9 +84,8 @@ export function continueAnswer(
     const speaks = replica.upstream.dialects;
     if (tokenPrompt !== undefined && speaks.includes('llamacpp')) return 'llamacpp';
     if (soFar.place === 'reasoning') return undefined;
-    if (textPrompt && !textWays.includes(firstDialect) && !PREFILL_CHAT.includes(firstDialect))
-      return undefined;
-    const ways = textPrompt && textWays.includes(firstDialect) ? textWays : PREFILL_CHAT;
+    if (sentPrompt === undefined && !PREFILL_CHAT.includes(firstDialect)) return undefined;
+    const ways = sentPrompt !== undefined ? textWays : PREFILL_CHAT;
     if (ways.includes(firstDialect) && speaks.includes(firstDialect)) return firstDialect;
     if (ways.includes(dialect.id) && speaks.includes(dialect.id)) return dialect.id;
     return ways.find((way) => speaks.includes(way));
@@ -139,8 +141,9 @@ export function continueAnswer(
       stream: true,
       extra: way === dialect.id ? chat.extra : undefined,
     });
-    if (textPrompt && textWays.includes(way)) {
-      continued.prompt = `${chat.prompt ?? ''}${soFar.text}`;
+    if (sentPrompt !== undefined) {
+      continued.messages = undefined;
+      continued.prompt = `${sentPrompt}${soFar.text}`;
     } else {
       continued.prompt = undefined;
       continued.messages = requestMessages(chat).concat({ role: 'assistant', content: soFar.text });
@@ -180,4 +183,11 @@ function promptOf(body: Record<string, unknown>): (string | number)[] | undefine
   if (prompt.length === 1 || prompt.some((part) => typeof part === 'number'))
     return prompt as (string | number)[];
   return undefined;
+}
+
+/** The text prompt a completion route's body was sent with; undefined when it is not one string. */
+function textPromptOf(dialect: DialectId, body: Record<string, unknown>): string | undefined {
+  let prompt = dialect === 'tgi' ? body.inputs : body.prompt;
+  if (Array.isArray(prompt) && prompt.length === 1) prompt = prompt[0];
+  return typeof prompt === 'string' ? prompt : undefined;
 }

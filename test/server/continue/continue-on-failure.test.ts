@@ -53,9 +53,15 @@ const textOf = (id: DialectId, raw: string) => {
   return decoded;
 };
 
-for (const path of ['tokens', 'prefill'] as const) {
-  const upstreamDialects: readonly DialectId[] = path === 'tokens' ? ['llamacpp'] : ['openai-chat'];
-  describe(`continuation on a sibling (${path} path): the client's bytes are an uninterrupted answer's`, () => {
+/** Each path and the upstream dialect that takes it: llama.cpp's ids, a chat prefill, a text prompt. */
+const PATHS: Record<'tokens' | 'prefill' | 'text', readonly DialectId[]> = {
+  tokens: ['llamacpp'],
+  prefill: ['openai-chat'],
+  text: ['openai-completions'],
+};
+
+for (const [path, upstreamDialects] of Object.entries(PATHS)) {
+  describe(`continuation on a sibling (${path} path, upstreams speak ${upstreamDialects.join(', ')}): the client's bytes are an uninterrupted answer's`, () => {
     for (const id of DIALECT_IDS) {
       it(`${id} client`, async () => {
         const dying = await pool.replica('dying', { faults: 'die-after=6' }, upstreamDialects);
@@ -73,7 +79,7 @@ for (const path of ['tokens', 'prefill'] as const) {
         const log = gateway.logs.at(-1)!;
         assert.equal(log.continuations?.length, 1);
         assert.equal(log.continuations?.[0]?.result, 'continued');
-        assert.equal(log.continuations?.[0]?.path, path);
+        assert.equal(log.continuations?.[0]?.path, path === 'tokens' ? 'tokens' : 'prefill');
         assert.equal(log.upstream, 'sibling');
         if (getDialect(id).framing === 'sse')
           assert.match(continued.text, /^: continued on sibling after \d+ tokens$/m);
