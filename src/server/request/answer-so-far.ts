@@ -66,6 +66,8 @@ export class AnswerSoFar {
           this.place = 'reasoning';
           this.chunks += 1;
           this.#reasoningEvents += 1;
+          // Reasoning read apart from the text comes with no ids: the ids known are no longer all of them.
+          this.ids = undefined;
         }
         return;
       case 'tool-call-delta':

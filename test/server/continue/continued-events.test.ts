@@ -128,6 +128,13 @@ describe('AnswerSoFar: what the client has of the answer', () => {
     assert.equal(soFar.tokens, 3, 'one per event without ids');
   });
 
+  it('forgets the ids once reasoning came apart from the text (its tokens have no ids)', () => {
+    const soFar = new AnswerSoFar(true);
+    soFar.observe({ type: 'text', text: 'a', tokenIds: [1] });
+    soFar.observe({ type: 'reasoning', text: 'r' });
+    assert.equal(soFar.ids, undefined);
+  });
+
   it('says where the answer stood: text, reasoning, a tool call; several choices; a finish', () => {
     const soFar = new AnswerSoFar(false);
     soFar.observe({ type: 'reasoning', text: 'r' });
