@@ -366,7 +366,15 @@ export async function relayStream(
    */
   const tryContinue = (failure: AttemptFailure | undefined): boolean => {
     if (soFar === undefined || answering === undefined || state.relay === undefined) return false;
-    if (!state.relayed || state.left || state.abandoned || state.diverged || failure === undefined)
+    // A client that left is continued for only when the stream goes on for a resume without it.
+    const detached = state.left && ctx.options.keepStreamOnDisconnect === true;
+    if (
+      !state.relayed ||
+      (state.left && !detached) ||
+      state.abandoned ||
+      state.diverged ||
+      failure === undefined
+    )
       return false;
     const from = scope.upstream ?? firstUpstream;
     const seam = state.seam;

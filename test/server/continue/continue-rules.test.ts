@@ -39,6 +39,12 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 
 const chatText = openAiStreamText;
 
+async function wholeAnswerRaw(body: unknown = chatBody()): Promise<string> {
+  const sibling = await replica('reference');
+  const alone = await gateway([sibling.upstream]);
+  return (await post(alone.url, body)).text;
+}
+
 async function wholeAnswer(body: unknown = chatBody()): Promise<string> {
   const sibling = await replica('reference');
   const alone = await gateway([sibling.upstream]);
@@ -194,6 +200,47 @@ describe('continuation: resume reads the stitched stream', () => {
     const again = (await resumed.text()).split('\n\n').filter((block) => block.startsWith('id: '));
     assert.deepEqual(again, events.slice(3));
     assert.ok(events.length > 10, 'the replay crosses the seam');
+  });
+});
+
+describe('continuation of a stream its client left (keepStreamOnDisconnect): the resume reads it all', () => {
+  it('the client leaves, the server dies, a sibling goes on into the store; Last-Event-ID gets the rest', async () => {
+    const dying = await replica('dying', {
+      faults: 'die-after=12',
+      timing: { tokensPerSecond: 200, loadMs: 0, jitter: 0 },
+    });
+    const sibling = await replica('sibling', { timing: { tokensPerSecond: 200, loadMs: 0, jitter: 0 } });
+    const g = await gateway([dying.upstream, sibling.upstream], {
+      continueOnFailure: true,
+      keepStreamOnDisconnect: true,
+    });
+    const whole = chatText(await wholeAnswerRaw());
+    const abort = new AbortController();
+    const response = await fetch(`${g.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chatBody()),
+      signal: abort.signal,
+    });
+    const reader = response.body!.getReader();
+    let read = '';
+    while ((read.match(/^id: /gm)?.length ?? 0) < 3)
+      read += new TextDecoder().decode((await reader.read()).value);
+    abort.abort();
+    const blocks = read.split('\n\n').filter((block) => block.startsWith('id: '));
+    const lastId = blocks.at(-1)!.split('\n')[0]!.slice(4);
+    // Wait for the stream to end in the store (the sibling's log line), then resume after the last id read.
+    for (let i = 0; i < 200 && g.logs.length === 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    assert.equal(g.logs[0]?.continuations?.[0]?.result, 'continued');
+    const resumed = await fetch(`${g.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'last-event-id': lastId },
+      body: JSON.stringify(chatBody()),
+    });
+    const rest = await resumed.text();
+    assert.equal(chatText(blocks.join('\n\n') + '\n\n' + rest).text, whole.text);
+    assert.equal(chatText(rest).finish, 'length');
   });
 });
 
