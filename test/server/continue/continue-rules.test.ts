@@ -239,7 +239,7 @@ describe('continuation of a stream its client left (keepStreamOnDisconnect): the
       body: JSON.stringify(chatBody()),
     });
     const rest = await resumed.text();
-    assert.equal(chatText(blocks.join('\n\n') + '\n\n' + rest).text, whole.text);
+    assert.equal(chatText(`${blocks.join('\n\n')}\n\n${rest}`).text, whole.text);
     assert.equal(chatText(rest).finish, 'length');
   });
 });
