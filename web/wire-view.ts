@@ -78,6 +78,9 @@ export function addFrame(run: Run, frame: Frame, atMs: number): void {
 export function addComment(run: Run, text: string, atMs: number): void {
   const seam = continuationSeam(text);
   if (seam === undefined) run.keepalives += 1;
+  // The summary names every replica that went on (the response headers name the first one only).
+  else if (run.response !== undefined)
+    run.response += ` · continued on ${seam.upstream} after ${seam.afterTokens} tokens`;
   const row = addRow(run, wire, atMs, 'comment');
   if (row === undefined) return;
   row.append(

@@ -7,8 +7,10 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { parseCaptureFile } from '../../src/capture/capture-file.ts';
 import { replayRecording } from '../../src/cli/inspect/replay-recording.ts';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
+import { serve } from '../../src/node/serve.ts';
 import { serveStatic } from '../../src/node/serve-static.ts';
-import { simRawRoute } from '../../src/sim/index.ts';
+import { createGateway } from '../../src/server/create-gateway.ts';
+import { createSim, simRawRoute } from '../../src/sim/index.ts';
 import { cli } from '../cli/cli-helpers.ts';
 import { startGateway, type TestGateway } from '../helpers/gateway.ts';
 import { repoRoot, testOutputPath } from '../helpers/paths.ts';
@@ -53,6 +55,8 @@ describe('playground page (headless Chromium)', () => {
   let page: Page;
   let profile: string;
   const outside: string[] = [];
+  /** Another gateway a test serves the page from (its own pool), allowed while that test runs. */
+  const otherGateways: string[] = [];
   const pageErrors: string[] = [];
 
   /** Set when the browser or the gateway could not start: every test then fails with it (never skips). */
@@ -92,6 +96,7 @@ describe('playground page (headless Chromium)', () => {
     await context.route('**/*', (route) => {
       const url = route.request().url();
       if (url.startsWith(`${g.url}/`) || url.startsWith('data:')) return route.continue();
+      if (otherGateways.some((origin) => url.startsWith(`${origin}/`))) return route.continue();
       outside.push(url);
       return route.abort();
     });
@@ -380,6 +385,50 @@ describe('playground page (headless Chromium)', () => {
       assert.match(await text('#preset-sets'), /reads the simulator's own bytes/);
       assert.equal(await page.isChecked('#raw-sim'), true);
       await page.screenshot({ path: shot('preset-sets') });
+    },
+  );
+
+  browserTest(
+    'a server that dies mid-answer: the answer is whole, and the wire view marks the seam where another went on',
+    async () => {
+      const timing = { tokensPerSecond: 200, loadMs: 0, jitter: 0 };
+      const dying = await serve(createSim({ timing, faults: 'die-after=6' }).fetch);
+      const sibling = await serve(createSim({ timing }).fetch);
+      const pool = createGateway({
+        upstreams: [
+          { name: 'dying', url: dying.url, dialects: DIALECT_IDS, models: ['sim'] },
+          { name: 'sibling', url: sibling.url, dialects: DIALECT_IDS, models: ['sim'] },
+        ],
+        balance: 'round-robin',
+        healthIntervalMs: 0,
+        continueOnFailure: true,
+        fallback: serveStatic({ root: WEB_ROOT }),
+      });
+      const served = await serve(pool.fetch);
+      otherGateways.push(served.url);
+      try {
+        await page.goto(`${served.url}/`);
+        await page.locator('body[data-sim-raw]').waitFor();
+        await page.selectOption('#dialect', 'openai-chat');
+        await page.fill('#max-tokens', '30');
+        await send();
+        assert.equal(await settled(), 'truncated', 'ended at its cap: whole, not cut');
+        const seam = page.locator('#wire li.comment', { hasText: 'seam' });
+        assert.equal(await seam.count(), 1);
+        assert.match((await seam.textContent()) ?? '', /seam: sibling went on after \d+ tokens/);
+        assert.match(await text('#wire-summary'), / 0 keepalive comments/);
+        assert.match(
+          await text('#wire-summary'),
+          /answered by dying · continued on sibling after \d+ tokens/,
+        );
+        await page.screenshot({ path: shot('continued-seam') });
+      } finally {
+        otherGateways.length = 0;
+        await pool.close();
+        await served.close();
+        await dying.close();
+        await sibling.close();
+      }
     },
   );
 
