@@ -416,8 +416,11 @@ export async function relayStream(
     try {
       next = set instanceof Promise ? await set : set;
     } catch (error) {
+      // The continuation's set-up failed: counted as a failed continuation, then the stream's failure.
       record.reason = describeUpstreamFailure(error).message;
+      record.result = 'failed';
       state.refusal = record.reason;
+      ctx.metrics.continuations.inc({ route: dialect.id, upstream: record.from, result: 'failed' });
       onFailure(error);
       return;
     }
