@@ -120,40 +120,47 @@ describe('openai-completions encoder', () => {
     );
   });
 
-  it('vLLM: flush() writes the held text piece at once, and a stream cut after it still has it', () => {
+  /** A vLLM-flavor encoder writing to a string, started. */
+  function vllmWire() {
     const encoder = new OpenAiCompletionsEncoder({ flavor: 'vllm' });
-    let out = '';
-    const sink = (data: string) => {
-      out += `data: ${data}\n\n`;
+    const wire = {
+      encoder,
+      out: '',
+      sink: (data: string) => {
+        wire.out += `data: ${data}\n\n`;
+      },
     };
-    encoder.event(vllmStart, sink);
+    encoder.event(vllmStart, wire.sink);
+    return wire;
+  }
+
+  it('vLLM: flush() writes the held text piece at once, and a stream cut after it still has it', () => {
+    const wire = vllmWire();
+    const { encoder, sink } = wire;
+    const out = () => wire.out;
     encoder.event({ type: 'text', text: 'A' }, sink);
-    assert.equal(out, '', 'the piece is held until the next event');
+    assert.equal(out(), '', 'the piece is held until the next event');
     encoder.flush(sink);
-    assert.equal(out, vllmChunk('A'));
+    assert.equal(out(), vllmChunk('A'));
     encoder.flush(sink);
-    assert.equal(out, vllmChunk('A'), 'flushing twice writes nothing more');
+    assert.equal(out(), vllmChunk('A'), 'flushing twice writes nothing more');
     encoder.event({ type: 'text', text: 'B' }, sink);
     encoder.error({ message: 'x', status: 400 }, sink);
     assert.equal(
-      out,
+      out(),
       `${vllmChunk('A')}${vllmChunk('B')}data: {"error": {"message": "x", "type": "BadRequestError", "param": null, "code": 400}}\n\ndata: [DONE]\n\n`,
     );
   });
 
   it('vLLM: once the finish came, flush() keeps the last piece for the finish chunk (a read may end between them)', () => {
-    const encoder = new OpenAiCompletionsEncoder({ flavor: 'vllm' });
-    let out = '';
-    const sink = (data: string) => {
-      out += `data: ${data}\n\n`;
-    };
-    encoder.event(vllmStart, sink);
+    const wire = vllmWire();
+    const { encoder, sink } = wire;
     encoder.event({ type: 'text', text: 'A' }, sink);
     encoder.event({ type: 'finish', reason: 'length', raw: 'length' }, sink);
     encoder.flush(sink);
-    assert.equal(out, '', 'held for the finish');
+    assert.equal(wire.out, '', 'held for the finish');
     encoder.end(sink);
-    assert.equal(out, `${vllmChunk('A', 'length')}data: [DONE]\n\n`);
+    assert.equal(wire.out, `${vllmChunk('A', 'length')}data: [DONE]\n\n`);
   });
 
   it("writes vLLM's error event the way Python's json.dumps does: spaced, ASCII-escaped", () => {

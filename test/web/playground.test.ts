@@ -7,11 +7,10 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { parseCaptureFile } from '../../src/capture/capture-file.ts';
 import { replayRecording } from '../../src/cli/inspect/replay-recording.ts';
 import { DIALECT_IDS } from '../../src/dialects/dialect.ts';
-import { serve } from '../../src/node/serve.ts';
 import { serveStatic } from '../../src/node/serve-static.ts';
-import { createGateway } from '../../src/server/create-gateway.ts';
-import { createSim, simRawRoute } from '../../src/sim/index.ts';
+import { simRawRoute } from '../../src/sim/index.ts';
 import { cli } from '../cli/cli-helpers.ts';
+import { ContinuePool } from '../helpers/continue-pool.ts';
 import { startGateway, type TestGateway } from '../helpers/gateway.ts';
 import { repoRoot, testOutputPath } from '../helpers/paths.ts';
 
@@ -392,19 +391,13 @@ describe('playground page (headless Chromium)', () => {
     'a server that dies mid-answer: the answer is whole, and the wire view marks the seam where another went on',
     async () => {
       const timing = { tokensPerSecond: 200, loadMs: 0, jitter: 0 };
-      const dying = await serve(createSim({ timing, faults: 'die-after=6' }).fetch);
-      const sibling = await serve(createSim({ timing }).fetch);
-      const pool = createGateway({
-        upstreams: [
-          { name: 'dying', url: dying.url, dialects: DIALECT_IDS, models: ['sim'] },
-          { name: 'sibling', url: sibling.url, dialects: DIALECT_IDS, models: ['sim'] },
-        ],
-        balance: 'round-robin',
-        healthIntervalMs: 0,
+      const replicas = new ContinuePool();
+      const dying = await replicas.replica('dying', { timing, faults: 'die-after=6' });
+      const sibling = await replicas.replica('sibling', { timing });
+      const served = await replicas.gateway([dying.upstream, sibling.upstream], {
         continueOnFailure: true,
         fallback: serveStatic({ root: WEB_ROOT }),
       });
-      const served = await serve(pool.fetch);
       otherGateways.push(served.url);
       const errorsBefore = pageErrors.length;
       try {
@@ -428,10 +421,7 @@ describe('playground page (headless Chromium)', () => {
         const added = pageErrors.splice(errorsBefore);
         pageErrors.push(...added.filter((error) => !/status of 404/.test(error)));
         otherGateways.length = 0;
-        await pool.close();
-        await served.close();
-        await dying.close();
-        await sibling.close();
+        await replicas.close();
       }
     },
   );

@@ -1,42 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { DIALECT_IDS } from '../../../src/dialects/dialect.ts';
-import { serve } from '../../../src/node/serve.ts';
-import { createGateway } from '../../../src/server/create-gateway.ts';
-import { createSim } from '../../../src/sim/index.ts';
 import { cli, FakeIo } from '../../cli/cli-helpers.ts';
+import { ContinuePool } from '../../helpers/continue-pool.ts';
 
-const open: { close(): Promise<void> }[] = [];
-after(async () => {
-  for (const server of open.reverse()) await server.close();
-});
+const pool = new ContinuePool();
+after(() => pool.close());
 
-async function pool(): Promise<string> {
-  const timing = { tokensPerSecond: 4000, loadMs: 0, jitter: 0 };
-  const dying = await serve(createSim({ timing, faults: 'die-after=6' }).fetch);
-  const sibling = await serve(createSim({ timing }).fetch);
-  const g = createGateway({
-    upstreams: [
-      { name: 'dying', url: dying.url, dialects: DIALECT_IDS, models: ['sim'] },
-      { name: 'sibling', url: sibling.url, dialects: DIALECT_IDS, models: ['sim'] },
-    ],
-    balance: 'round-robin',
-    healthIntervalMs: 0,
-    continueOnFailure: true,
-  });
-  const served = await serve(g.fetch);
-  open.push(dying, sibling, {
-    close: async () => {
-      await g.close();
-      await served.close();
-    },
-  });
-  return served.url;
+/** A gateway in front of a replica that dies after 6 tokens and its sibling, continuation on. */
+async function dyingPool(): Promise<string> {
+  const dying = await pool.replica('dying', { faults: 'die-after=6' });
+  const sibling = await pool.replica('sibling');
+  return (await pool.gateway([dying.upstream, sibling.upstream], { continueOnFailure: true })).url;
 }
 
 describe('inspect names the seam of a continued stream', () => {
   it('--json: a `continued` finding (who went on, after how many tokens); the stream is complete, exit 0', async () => {
-    const url = await pool();
+    const url = await dyingPool();
     const io = new FakeIo();
     const { code } = await cli(['inspect', `${url}/v1/chat/completions`, '--model', 'sim', '--json'], io);
     const report = JSON.parse(io.out) as {
@@ -57,7 +36,7 @@ describe('inspect names the seam of a continued stream', () => {
   });
 
   it('the wire view marks the comment as the seam', async () => {
-    const url = await pool();
+    const url = await dyingPool();
     const io = new FakeIo();
     await cli(['inspect', `${url}/v1/chat/completions`, '--model', 'sim'], io);
     assert.match(
