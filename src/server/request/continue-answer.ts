@@ -4,7 +4,7 @@ import { untranslatableFields } from '../../dialects/request-field-table.ts';
 import { type ChatRequest, requestMessages } from '../../events/chat-request.ts';
 import type { GatewayContext } from '../gateway-context.ts';
 import type { AttemptFailure } from '../pool/attempt-failure.ts';
-import type { Replica } from '../pool/upstream-pool.ts';
+import { type Replica, UpstreamPool } from '../pool/upstream-pool.ts';
 import type { AnswerSoFar } from './answer-so-far.ts';
 import type { Call } from './call.ts';
 import type { ReadRequest } from './read-request.ts';
@@ -107,8 +107,9 @@ export function continueAnswer(
   scope.upstream = upstream.name;
   const way = wayOf(replica) as DialectId;
   const upstreamDialect = getDialect(way);
+  // Under the replica's own name, as routeRequest gives it (an alias; the one model it runs when none).
   const model =
-    routing.model === undefined ? upstream.models?.[0] : (upstream.aliases?.[routing.model] ?? routing.model);
+    routing.model === undefined ? upstream.models?.[0] : UpstreamPool.serverModelName(replica, routing.model);
   let body: Record<string, unknown>;
   let path: Continuation['path'];
   let echo: string | undefined;

@@ -320,6 +320,21 @@ export async function relayStream(
     void switchReplica();
     return true;
   };
+  /** From now on `next` answers the stream: its labels count it, its log line ends it, its abort stops it. */
+  const answeredBy = (next: Call) => {
+    ctx.metrics.requests.inc(next.labels);
+    ctx.finish(state, labels);
+    ctx.active.add(state);
+    ctx.metrics.active.add(next.labels, 1);
+    labels = next.labels;
+    base = next.base;
+    state.upstreamAbort = next.upstreamAbort;
+  };
+  /** How a continuation ended, counted once: its stream completed, it failed too, or none could go on. */
+  const settle = (record: ContinuationRecord, result: ContinuationRecord['result']) => {
+    record.result = result;
+    ctx.metrics.continuations.inc({ route: dialect.id, upstream: record.from, result });
+  };
   const switchReplica = async () => {
     const from = handOver!;
     const read = routeRequest(ctx, dialect, scope, from.routing);
@@ -331,13 +346,6 @@ export async function relayStream(
         next = setUp instanceof Promise ? await setUp : setUp;
       } catch (error) {
         endRequest(ctx, scope, Object.assign({}, base, { status: 200, outcome: 'error' as const, error }));
-      }
-      if (next !== undefined) {
-        ctx.metrics.requests.inc(nextLabels);
-        ctx.finish(state, labels);
-        ctx.active.add(state);
-        ctx.metrics.active.add(nextLabels, 1);
-        labels = nextLabels;
       }
     }
     if (next === undefined) {
@@ -351,9 +359,8 @@ export async function relayStream(
       ended();
       return;
     }
+    answeredBy(next);
     handOver = next;
-    base = next.base;
-    state.upstreamAbort = next.upstreamAbort;
     if (state.left && !state.upstreamStopped) state.upstreamStopped = true;
     if (state.left) next.upstreamAbort.abort();
     // A replica of another dialect: its events are re-encoded (nothing of the first was written).
@@ -380,8 +387,7 @@ export async function relayStream(
     const seam = state.seam;
     if (seam !== undefined) {
       seam.filter.flush();
-      seam.record.result = 'failed';
-      ctx.metrics.continuations.inc({ route: dialect.id, upstream: seam.record.from, result: 'failed' });
+      if (seam.record.result === 'continued') settle(seam.record, 'failed');
     }
     const record: ContinuationRecord = {
       from,
@@ -399,7 +405,7 @@ export async function relayStream(
     if (typeof set === 'string') {
       record.reason = set;
       state.refusal = set;
-      ctx.metrics.continuations.inc({ route: dialect.id, upstream: from, result: 'refused' });
+      settle(record, 'refused');
       return false;
     }
     continuations += 1;
@@ -418,20 +424,12 @@ export async function relayStream(
     } catch (error) {
       // The continuation's set-up failed: counted as a failed continuation, then the stream's failure.
       record.reason = describeUpstreamFailure(error).message;
-      record.result = 'failed';
       state.refusal = record.reason;
-      ctx.metrics.continuations.inc({ route: dialect.id, upstream: record.from, result: 'failed' });
+      settle(record, 'failed');
       onFailure(error);
       return;
     }
-    const nextLabels = next.call.labels;
-    ctx.metrics.requests.inc(nextLabels);
-    ctx.finish(state, labels);
-    ctx.active.add(state);
-    ctx.metrics.active.add(nextLabels, 1);
-    labels = nextLabels;
-    base = next.call.base;
-    state.upstreamAbort = next.call.upstreamAbort;
+    answeredBy(next.call);
     if (state.left && ctx.options.keepStreamOnDisconnect !== true) {
       state.upstreamStopped = true;
       next.call.upstreamAbort.abort();
@@ -476,12 +474,7 @@ export async function relayStream(
     if (seam !== undefined) {
       seam.filter.flush();
       result = stitched(result, seam.filter, soFar!);
-      if (result.complete)
-        ctx.metrics.continuations.inc({ route: dialect.id, upstream: seam.record.from, result: 'continued' });
-      else if (seam.record.result === 'continued') {
-        seam.record.result = 'failed';
-        ctx.metrics.continuations.inc({ route: dialect.id, upstream: seam.record.from, result: 'failed' });
-      }
+      if (seam.record.result === 'continued') settle(seam.record, result.complete ? 'continued' : 'failed');
     }
     // The upstream answered, so the relay was built (after the wait below, or its timeout).
     const relay = state.relay!;
@@ -565,14 +558,8 @@ export async function relayStream(
     }
     if (tryAnother(attemptFailure(error))) return;
     if (tryContinue(attemptFailure(error) ?? { outcome: 'server-error', retryable: true })) return;
-    if (state.seam !== undefined && state.seam.record.result === 'continued') {
-      state.seam.record.result = 'failed';
-      ctx.metrics.continuations.inc({
-        route: dialect.id,
-        upstream: state.seam.record.from,
-        result: 'failed',
-      });
-    }
+    if (state.seam !== undefined && state.seam.record.result === 'continued')
+      settle(state.seam.record, 'failed');
     if (state.relay === undefined) {
       state.early = error ?? new Error('upstream failed');
       state.wake?.();
